@@ -1,0 +1,39 @@
+"""Project API keys on every /api/v1 request."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from litestar import Request
+from litestar.connection import ASGIConnection
+from litestar.di import NamedDependency
+from litestar.handlers import BaseRouteHandler
+
+from app.services.api_keys import authenticate
+
+# A handler parameter of this type receives the caller's project id.
+ProjectId = NamedDependency[UUID]
+
+
+def presented_key(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
+    """The key from `x-api-key`, or from `Authorization: Bearer`."""
+    key = connection.headers.get("x-api-key")
+    if key:
+        return key.strip()
+    scheme, _, token = (connection.headers.get("authorization") or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+async def require_api_key(
+    connection: ASGIConnection[Any, Any, Any, Any], _handler: BaseRouteHandler
+) -> None:
+    """Guard: authenticate the caller and remember its project for the handler."""
+    pool = connection.app.state.pool
+    connection.state.project_id = await authenticate(pool, presented_key(connection))
+
+
+async def provide_project_id(request: Request[Any, Any, Any]) -> UUID:
+    """The caller's project, as the guard found it."""
+    project_id: UUID = request.state.project_id
+    return project_id

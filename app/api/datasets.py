@@ -1,0 +1,128 @@
+"""/api/v1/datasets: create, read, update, delete."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import asyncpg
+import msgspec
+from litestar import Controller, delete, get, patch, post
+from litestar.datastructures import State
+from litestar.params import FromPath, FromQuery, JSONBody
+
+from app.api.auth import ProjectId
+from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
+from app.services import datasets as service
+
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+Description = Annotated[str, msgspec.Meta(max_length=10_000)]
+
+
+class DatasetCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A new dataset."""
+
+    name: Name
+    description: Description | None = None
+    data_context: dict[str, Any] | None = None
+
+
+class DatasetUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Fields to change; absent ones are kept, null clears."""
+
+    name: Name | msgspec.UnsetType = msgspec.UNSET
+    description: Description | msgspec.UnsetType | None = msgspec.UNSET
+    data_context: dict[str, Any] | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class Dataset(msgspec.Struct, kw_only=True):
+    """A dataset as the API shows it."""
+
+    id: str
+    name: str
+    description: str | None
+    data_context: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class DatasetPage(msgspec.Struct, kw_only=True):
+    """A page of datasets."""
+
+    items: list[Dataset]
+    next_cursor: str | None
+
+
+def dataset_out(row: asyncpg.Record) -> Dataset:
+    """The API shape of a dataset row."""
+    return Dataset(
+        id=str(row["id"]),
+        name=row["name"],
+        description=row["description"],
+        data_context=row["data_context"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+class DatasetController(Controller):
+    """Datasets of the caller's project."""
+
+    path = "/datasets"
+    tags = ("datasets",)
+
+    @post(operation_id="createDataset")
+    async def create(
+        self, state: State, project_id: ProjectId, data: JSONBody[DatasetCreate]
+    ) -> Dataset:
+        """Create a dataset."""
+        row = await service.create_dataset(
+            state.pool, project_id, data.name, data.description, data.data_context
+        )
+        return dataset_out(row)
+
+    @get(operation_id="listDatasets")
+    async def list(
+        self,
+        state: State,
+        project_id: ProjectId,
+        limit: FromQuery[int] = DEFAULT_LIMIT,
+        cursor: FromQuery[str | None] = None,
+    ) -> DatasetPage:
+        """The project's datasets, oldest first."""
+        limit = check_limit(limit)
+        rows = await service.list_datasets(state.pool, project_id, decode_cursor(cursor), limit + 1)
+        return DatasetPage(
+            items=[dataset_out(row) for row in rows[:limit]],
+            next_cursor=next_cursor([row["seq"] for row in rows], limit),
+        )
+
+    @get("/{dataset_id:str}", operation_id="getDataset")
+    async def read(self, state: State, project_id: ProjectId, dataset_id: FromPath[str]) -> Dataset:
+        """One dataset."""
+        row = await service.get_dataset(state.pool, project_id, parse_id(dataset_id, "dataset"))
+        return dataset_out(row)
+
+    @patch("/{dataset_id:str}", operation_id="updateDataset")
+    async def update(
+        self,
+        state: State,
+        project_id: ProjectId,
+        dataset_id: FromPath[str],
+        data: JSONBody[DatasetUpdate],
+    ) -> Dataset:
+        """Change a dataset's name, description or data context."""
+        changes = {
+            field: value
+            for field in ("name", "description", "data_context")
+            if (value := getattr(data, field)) is not msgspec.UNSET
+        }
+        row = await service.update_dataset(
+            state.pool, project_id, parse_id(dataset_id, "dataset"), changes
+        )
+        return dataset_out(row)
+
+    @delete("/{dataset_id:str}", operation_id="deleteDataset")
+    async def remove(self, state: State, project_id: ProjectId, dataset_id: FromPath[str]) -> None:
+        """Delete a dataset with its test cases."""
+        await service.delete_dataset(state.pool, project_id, parse_id(dataset_id, "dataset"))

@@ -1,0 +1,252 @@
+"""Test cases: /api/v1/datasets/{id}/test-cases (with import and export) and /api/v1/test-cases."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+import msgspec
+from litestar import Controller, Request, delete, get, patch, post
+from litestar.datastructures import State
+from litestar.exceptions import HTTPException
+from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.response import Stream
+
+from app.api.auth import ProjectId
+from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
+from app.domain.checks import Check
+from app.domain.test_cases import CaseInput, Confidence, EvaluationType, TestCaseContent
+from app.services import test_cases as service
+from app.services import transfer
+from app.services.test_cases import ContentWarning, content_from_row
+
+JSONL_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
+
+
+class TestCaseCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A new test case."""
+
+    __test__ = False
+
+    input: CaseInput
+    checks_version: int = 1
+    checks: list[Check] | None = None
+    evaluation_criteria_json: dict[str, Any] | None = None
+    expected_output: str | None = None
+    evaluation_type: EvaluationType = "SCORE"
+    min_confidence: Confidence = 70
+    description: str | None = None
+
+    def content(self) -> TestCaseContent:
+        """The content to store."""
+        fields = msgspec.structs.asdict(self)
+        checks = fields.pop("checks")
+        return TestCaseContent(**fields, checks=None if checks is None else tuple(checks))
+
+
+class TestCaseUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Fields to change; absent ones are kept. Any change makes a new revision."""
+
+    __test__ = False
+
+    input: CaseInput | msgspec.UnsetType = msgspec.UNSET
+    checks_version: int | msgspec.UnsetType = msgspec.UNSET
+    checks: list[Check] | msgspec.UnsetType | None = msgspec.UNSET
+    evaluation_criteria_json: dict[str, Any] | msgspec.UnsetType | None = msgspec.UNSET
+    expected_output: str | msgspec.UnsetType | None = msgspec.UNSET
+    evaluation_type: EvaluationType | msgspec.UnsetType = msgspec.UNSET
+    min_confidence: Confidence | msgspec.UnsetType = msgspec.UNSET
+    description: str | msgspec.UnsetType | None = msgspec.UNSET
+
+    def apply(self, current: TestCaseContent) -> TestCaseContent:
+        """The current content with these changes."""
+        changes = {
+            name: value
+            for name in self.__struct_fields__
+            if (value := getattr(self, name)) is not msgspec.UNSET
+        }
+        if isinstance(changes.get("checks"), list):
+            changes["checks"] = tuple(changes["checks"])
+        return msgspec.structs.replace(current, **changes)
+
+
+class TestCase(msgspec.Struct, kw_only=True):
+    """A test case at its current revision."""
+
+    __test__ = False
+
+    id: str
+    dataset_id: FromPath[str]
+    revision: int
+    input: CaseInput
+    checks_version: int
+    checks: tuple[Check, ...] | None
+    evaluation_criteria_json: dict[str, Any] | None
+    expected_output: str | None
+    evaluation_type: EvaluationType
+    min_confidence: int
+    description: str | None
+    created_at: datetime
+    updated_at: datetime
+    # Only on writes: regular expressions that will fail when graded.
+    warnings: list[ContentWarning] | msgspec.UnsetType = msgspec.UNSET
+
+
+class TestCasePage(msgspec.Struct, kw_only=True):
+    """A page of test cases."""
+
+    __test__ = False
+
+    items: list[TestCase]
+    next_cursor: str | None
+
+
+class ImportResult(msgspec.Struct):
+    """How many cases an import stored."""
+
+    imported: int
+
+
+def case_out(row: asyncpg.Record, warnings: list[ContentWarning] | None = None) -> TestCase:
+    """The API shape of a case row."""
+    content = content_from_row(row)
+    return TestCase(
+        id=str(row["id"]),
+        dataset_id=str(row["dataset_id"]),
+        revision=row["revision"],
+        input=content.input,
+        checks_version=content.checks_version,
+        checks=content.checks,
+        evaluation_criteria_json=content.evaluation_criteria_json,
+        expected_output=content.expected_output,
+        evaluation_type=content.evaluation_type,
+        min_confidence=content.min_confidence,
+        description=content.description,
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        warnings=msgspec.UNSET if warnings is None else warnings,
+    )
+
+
+class DatasetTestCaseController(Controller):
+    """The cases of one dataset."""
+
+    path = "/datasets/{dataset_id:str}/test-cases"
+    tags = ("test cases",)
+
+    @post(operation_id="createTestCase")
+    async def create(
+        self,
+        state: State,
+        project_id: ProjectId,
+        dataset_id: FromPath[str],
+        data: JSONBody[TestCaseCreate],
+    ) -> TestCase:
+        """Add a test case to the dataset."""
+        row, warnings = await service.create_test_case(
+            state.pool, project_id, parse_id(dataset_id, "dataset"), data.content()
+        )
+        return case_out(row, warnings)
+
+    @get(operation_id="listTestCases")
+    async def list(
+        self,
+        state: State,
+        project_id: ProjectId,
+        dataset_id: FromPath[str],
+        limit: FromQuery[int] = DEFAULT_LIMIT,
+        cursor: FromQuery[str | None] = None,
+    ) -> TestCasePage:
+        """The dataset's cases in order, a page at a time."""
+        limit = check_limit(limit)
+        rows = await service.list_test_cases(
+            state.pool,
+            project_id,
+            parse_id(dataset_id, "dataset"),
+            decode_cursor(cursor),
+            limit + 1,
+        )
+        return TestCasePage(
+            items=[case_out(row) for row in rows[:limit]],
+            next_cursor=next_cursor([row["seq"] for row in rows], limit),
+        )
+
+    # The import enforces its own (larger) limit while streaming, line by line.
+    @post("/import", operation_id="importTestCases", status_code=201, request_max_body_size=None)
+    async def import_jsonl(
+        self,
+        state: State,
+        project_id: ProjectId,
+        dataset_id: FromPath[str],
+        request: Request[Any, Any, Any],
+    ) -> ImportResult:
+        """Import JSON Lines, one case per line: every line, or nothing."""
+        _require_jsonl(request)
+        settings = state.settings
+        imported = await transfer.import_test_cases(
+            state.pool,
+            project_id,
+            parse_id(dataset_id, "dataset"),
+            request.stream(),
+            max_bytes=settings.max_import_bytes,
+            max_lines=settings.max_import_lines,
+        )
+        return ImportResult(imported=imported)
+
+    @get("/export", operation_id="exportTestCases", media_type="application/x-ndjson")
+    async def export_jsonl(
+        self, state: State, project_id: ProjectId, dataset_id: FromPath[str]
+    ) -> Stream:
+        """Stream the dataset's cases as JSON Lines that import back unchanged."""
+        chunks = await transfer.export_test_cases(
+            state.pool, project_id, parse_id(dataset_id, "dataset")
+        )
+        return Stream(chunks, media_type="application/x-ndjson")
+
+
+def _require_jsonl(request: Request[Any, Any, Any]) -> None:
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type not in JSONL_TYPES:
+        raise HTTPException(
+            status_code=415,
+            detail=f"Send the import as application/x-ndjson (JSON Lines), not {media_type!r}.",
+        )
+
+
+class TestCaseController(Controller):
+    """One test case by its id."""
+
+    path = "/test-cases/{test_case_id:str}"
+    tags = ("test cases",)
+
+    @get(operation_id="getTestCase")
+    async def read(
+        self, state: State, project_id: ProjectId, test_case_id: FromPath[str]
+    ) -> TestCase:
+        """A test case at its current revision."""
+        row = await service.get_test_case(
+            state.pool, project_id, parse_id(test_case_id, "test case")
+        )
+        return case_out(row)
+
+    @patch(operation_id="updateTestCase")
+    async def update(
+        self,
+        state: State,
+        project_id: ProjectId,
+        test_case_id: FromPath[str],
+        data: JSONBody[TestCaseUpdate],
+    ) -> TestCase:
+        """Change a test case: a new revision; runs keep the revision they ran."""
+        row, warnings = await service.update_test_case(
+            state.pool, project_id, parse_id(test_case_id, "test case"), data.apply
+        )
+        return case_out(row, warnings)
+
+    @delete(operation_id="deleteTestCase")
+    async def remove(
+        self, state: State, project_id: ProjectId, test_case_id: FromPath[str]
+    ) -> None:
+        """Delete a test case."""
+        await service.delete_test_case(state.pool, project_id, parse_id(test_case_id, "test case"))

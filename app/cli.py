@@ -1,0 +1,117 @@
+"""The `agentlasso` command line: dev, api, worker, migrate, keys."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+
+def _cmd_dev(args: argparse.Namespace) -> int:
+    from app.devstack.dev import run_dev
+
+    return run_dev(data_dir=Path(args.data_dir), host=args.host, port=args.port)
+
+
+def _cmd_api(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    uvicorn.run(
+        "app.api.app:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        # Below a typical orchestrator grace period (30 s), so in-flight requests get answered.
+        timeout_graceful_shutdown=10,
+    )
+    return 0
+
+
+def _cmd_worker(args: argparse.Namespace) -> int:
+    from workers.main import run_worker
+
+    return run_worker(concurrency=args.concurrency)
+
+
+def _cmd_migrate(_args: argparse.Namespace) -> int:
+    from app.config import load_settings
+    from app.db.migrations import apply_migrations
+
+    applied = asyncio.run(apply_migrations(load_settings().database_url))
+    for name in applied:
+        print(f"applied {name}")
+    print(f"{len(applied)} migration(s) applied")
+    return 0
+
+
+def _cmd_keys_create(args: argparse.Namespace) -> int:
+    from app.config import load_settings
+    from app.services.api_keys import create_key_for_project_name
+
+    key = asyncio.run(create_key_for_project_name(load_settings().database_url, args.project))
+    print(f"Created an API key for project {args.project!r}. It is shown once; store it now.")
+    print(key)
+    return 0
+
+
+def _cmd_keys_revoke(args: argparse.Namespace) -> int:
+    from app.config import load_settings
+    from app.errors import AgentLassoError
+    from app.services.api_keys import revoke_key_by_prefix
+
+    try:
+        asyncio.run(revoke_key_by_prefix(load_settings().database_url, args.key_prefix))
+    except AgentLassoError as exc:
+        print(f"error: {exc.detail}", file=sys.stderr)
+        return 1
+    print(f"Revoked the key starting {args.key_prefix}.")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    parser = argparse.ArgumentParser(prog="agentlasso", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    dev = commands.add_parser("dev", help="run the whole platform on this machine")
+    dev.add_argument("--data-dir", default=".agentlasso", help="where embedded data is kept")
+    dev.add_argument("--host", default="127.0.0.1")
+    dev.add_argument("--port", type=int, default=8000)
+    dev.set_defaults(handler=_cmd_dev)
+
+    api = commands.add_parser("api", help="serve the HTTP API")
+    api.add_argument("--host", default="127.0.0.1")
+    api.add_argument("--port", type=int, default=8000)
+    api.add_argument("--log-level", default="info")
+    api.set_defaults(handler=_cmd_api)
+
+    worker = commands.add_parser("worker", help="run a worker process")
+    worker.add_argument("--concurrency", type=int, default=100)
+    worker.set_defaults(handler=_cmd_worker)
+
+    migrate = commands.add_parser("migrate", help="apply database migrations")
+    migrate.set_defaults(handler=_cmd_migrate)
+
+    keys = commands.add_parser("keys", help="manage API keys")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True)
+    create = key_commands.add_parser("create", help="create a project key")
+    create.add_argument("--project", required=True)
+    create.set_defaults(handler=_cmd_keys_create)
+    revoke = key_commands.add_parser("revoke", help="revoke a key by its prefix")
+    revoke.add_argument("key_prefix")
+    revoke.set_defaults(handler=_cmd_keys_revoke)
+
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `agentlasso` console script."""
+    args = build_parser().parse_args(argv)
+    code: int = args.handler(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

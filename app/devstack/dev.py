@@ -1,0 +1,211 @@
+"""`agentlasso dev`: the whole platform on this machine, until Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from app.devstack.ports import LOOPBACK, preferred_or_free_port
+from app.devstack.processes import ChildProcess, ServiceStartError, spawn, wait_until
+from app.devstack.services import EmbeddedServices, start_embedded_services
+
+logger = logging.getLogger(__name__)
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_API_READY_TIMEOUT_S = 120.0  # a cold import of the API on a slow machine takes a while
+_API_STOP_GRACE_S = 15.0  # the API's own graceful shutdown gives requests 10 s
+_WORKER_STOP_GRACE_S = 15.0  # arq cancels running jobs and re-queues them on SIGTERM
+_SUPERVISE_INTERVAL_S = 0.2
+
+
+@dataclass(frozen=True)
+class Platform:
+    """What a developer needs to reach the running platform."""
+
+    base_url: str
+    api_key: str
+    services: EmbeddedServices
+
+
+def run_dev(data_dir: Path, host: str, port: int) -> int:
+    """Run the platform until Ctrl-C or SIGTERM (0), or until a part of it dies (1)."""
+    logging.basicConfig(level=logging.INFO, format="agentlasso dev: %(message)s")
+    with _signals_raise_keyboard_interrupt():
+        return _run_until_stopped(data_dir.resolve(), host, port)
+
+
+def _run_until_stopped(data_dir: Path, host: str, port: int) -> int:
+    running = contextlib.ExitStack()
+    try:
+        children = _start_platform(data_dir, host, port, running)
+        return _supervise(children)
+    except KeyboardInterrupt:
+        logger.info("stopping")
+        return 0
+    except ServiceStartError as exc:
+        logger.error("%s", exc)
+        return 1
+    finally:
+        # A second Ctrl-C must not cut short the orderly stop: API, worker, Valkey, PostgreSQL.
+        _ignore_stop_signals()
+        running.close()
+
+
+def _start_platform(
+    data_dir: Path, host: str, port: int, running: contextlib.ExitStack
+) -> list[ChildProcess]:
+    """Start every part, registering each stop on `running`; the children to watch."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    services = running.enter_context(_backing_services(data_dir))
+    database_url = services.database_url
+    _apply_migrations(database_url)
+    api_key = _dev_api_key(database_url, data_dir)
+    env = _child_env(services)
+    # Registered before the API so that the API, registered last, stops first.
+    worker = _spawn_worker(env)
+    running.callback(worker.stop)
+    api, base_url = _spawn_api(env, host, port)
+    running.callback(api.stop)
+    children = [api, worker, *services.children]
+    _wait_for_api(base_url, children)
+    _print_banner(Platform(base_url, api_key, services))
+    return children
+
+
+def _backing_services(data_dir: Path) -> EmbeddedServices:
+    """The database and Redis from the environment, or embedded servers for those missing."""
+    database_url = os.environ.get("DATABASE_URL") or None
+    redis_url = os.environ.get("REDIS_URL") or None
+    for name, url in (("DATABASE_URL", database_url), ("REDIS_URL", redis_url)):
+        if url is None:
+            logger.info("%s is not set: starting an embedded server in %s", name, data_dir)
+        else:
+            logger.info("using %s from the environment", name)
+    return start_embedded_services(data_dir, database_url=database_url, redis_url=redis_url)
+
+
+def _apply_migrations(database_url: str) -> None:
+    from app.db.migrations import apply_migrations
+
+    applied = asyncio.run(apply_migrations(database_url))
+    logger.info("migrations: %s", ", ".join(applied) if applied else "up to date")
+
+
+def _dev_api_key(database_url: str, data_dir: Path) -> str:
+    from app.services.dev_bootstrap import ensure_dev_key
+
+    return asyncio.run(ensure_dev_key(database_url, data_dir / "dev-api-key"))
+
+
+def _child_env(services: EmbeddedServices) -> dict[str, str]:
+    """The environment of the API and the worker."""
+    return {
+        **os.environ,
+        "DATABASE_URL": services.database_url,
+        "REDIS_URL": services.redis_url,
+        # Agents under test usually run on this machine while developing.
+        "AGENTLASSO_ALLOW_PRIVATE_AGENTS": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def _spawn_worker(env: dict[str, str]) -> ChildProcess:
+    argv = [sys.executable, "-m", "app.cli", "worker"]
+    return spawn("worker", argv, env=env, grace_s=_WORKER_STOP_GRACE_S)
+
+
+def _spawn_api(env: dict[str, str], host: str, port: int) -> tuple[ChildProcess, str]:
+    """Start the API on `port`, or on a free port if that one is taken; the API and its URL."""
+    api_port = preferred_or_free_port(host, port)
+    if port and api_port != port:
+        logger.warning("port %d is taken: the API listens on %d instead", port, api_port)
+    argv = [sys.executable, "-m", "app.cli", "api", "--host", host, "--port", str(api_port)]
+    api = spawn("api", argv, env=env, grace_s=_API_STOP_GRACE_S)
+    return api, f"http://{_client_host(host)}:{api_port}"
+
+
+def _client_host(host: str) -> str:
+    """Where a client on this machine reaches a server bound to `host`."""
+    if host in ("", "0.0.0.0", "::"):  # noqa: S104
+        return LOOPBACK
+    return f"[{host}]" if ":" in host else host
+
+
+def _wait_for_api(base_url: str, children: Sequence[ChildProcess]) -> None:
+    wait_until(
+        lambda: _answers_ready(base_url),
+        what=f"the API at {base_url}",
+        watched=children,
+        timeout_s=_API_READY_TIMEOUT_S,
+        interval_s=0.1,
+    )
+
+
+def _answers_ready(base_url: str) -> bool:
+    """Whether GET /ready answers 200 (http.client: no proxy from the environment)."""
+    connection = http.client.HTTPConnection(base_url.removeprefix("http://"), timeout=2.0)
+    try:
+        connection.request("GET", "/ready")
+        return connection.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+
+
+def _print_banner(platform: Platform) -> None:
+    key, url = platform.api_key, platform.base_url
+    lines = [
+        "",
+        f"AgentLasso is running at {url}",
+        f"  API key:  {key}",
+        f'  Try:      curl -H "x-api-key: {key}" {url}/api/v1/datasets',
+    ]
+    if platform.services.postgres_data_dir is not None:
+        lines.append(f"  Database: {platform.services.database_url}")
+    if any(child.name == "valkey" for child in platform.services.children):
+        lines.append(f"  Redis:    {platform.services.redis_url}")
+    lines += ["Press Ctrl-C to stop.", ""]
+    print("\n".join(lines), flush=True)
+
+
+def _supervise(children: Sequence[ChildProcess]) -> int:
+    """Wait for a stop signal (raised as KeyboardInterrupt); 1 if a child dies first."""
+    while True:
+        for child in children:
+            if child.exited:
+                logger.error("%s; stopping the rest", child.exit_report())
+                return 1
+        time.sleep(_SUPERVISE_INTERVAL_S)
+
+
+@contextlib.contextmanager
+def _signals_raise_keyboard_interrupt() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into KeyboardInterrupt too, for the length of the block."""
+    previous = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, _raise_keyboard_interrupt)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _ignore_stop_signals() -> None:
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)

@@ -1,0 +1,85 @@
+"""A test case's gradable content: what one revision of a case holds (contract section 2)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from app.domain.checks import Check
+
+EvaluationType = Literal["BOOLEAN", "SCORE"]
+Confidence = Annotated[int, msgspec.Meta(ge=0, le=100)]
+CaseInput = Annotated[str, msgspec.Meta(max_length=1_000_000)] | dict[str, Any]
+
+
+class TestCaseContent(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Everything one revision of a test case holds; a run grades exactly this."""
+
+    __test__ = False  # not a pytest class
+
+    input: CaseInput
+    checks_version: int = 1
+    # None means "no checks list": the case is read from evaluation_criteria_json (4.4).
+    checks: tuple[Check, ...] | None = None
+    evaluation_criteria_json: dict[str, Any] | None = None
+    expected_output: str | None = None
+    evaluation_type: EvaluationType = "SCORE"
+    min_confidence: Confidence = 70
+    description: str | None = None
+
+
+class TestCaseImportLine(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One line of a JSON Lines import: a case, with the camelCase spellings also accepted."""
+
+    __test__ = False
+
+    input: CaseInput
+    checks_version: int = 1
+    checks: tuple[Check, ...] | None = None
+    evaluation_criteria_json: dict[str, Any] | None = None
+    expected_output: str | None = None
+    evaluation_type: EvaluationType | None = None
+    min_confidence: Confidence | None = None
+    description: str | None = None
+    expected_output_camel: str | None = msgspec.field(default=None, name="expectedOutput")
+    evaluation_type_camel: EvaluationType | None = msgspec.field(
+        default=None, name="evaluationType"
+    )
+    min_confidence_camel: Confidence | None = msgspec.field(default=None, name="minConfidence")
+    evaluation_criteria_camel: dict[str, Any] | None = msgspec.field(
+        default=None, name="evaluationCriteriaJson"
+    )
+
+    def spelled_twice(self) -> list[str]:
+        """Fields given in both spellings (ambiguous, so refused)."""
+        pairs = [
+            ("expected_output", self.expected_output, self.expected_output_camel),
+            ("evaluation_type", self.evaluation_type, self.evaluation_type_camel),
+            ("min_confidence", self.min_confidence, self.min_confidence_camel),
+            (
+                "evaluation_criteria_json",
+                self.evaluation_criteria_json,
+                self.evaluation_criteria_camel,
+            ),
+        ]
+        return [name for name, snake, camel in pairs if snake is not None and camel is not None]
+
+    def content(self) -> TestCaseContent:
+        """The case this line describes, whichever spelling it used."""
+        return TestCaseContent(
+            input=self.input,
+            checks_version=self.checks_version,
+            checks=self.checks,
+            evaluation_criteria_json=_first(
+                self.evaluation_criteria_json, self.evaluation_criteria_camel
+            ),
+            expected_output=_first(self.expected_output, self.expected_output_camel),
+            evaluation_type=_first(self.evaluation_type, self.evaluation_type_camel, "SCORE"),
+            min_confidence=_first(self.min_confidence, self.min_confidence_camel, 70),
+            description=self.description,
+        )
+
+
+def _first(*values: Any) -> Any:
+    return next((value for value in values if value is not None), None)

@@ -1,0 +1,63 @@
+"""The CI gate on a run (contract 5.4), decided from counters alone."""
+
+from __future__ import annotations
+
+from app.domain.results import Gate, RunCounts
+from app.grading.excerpts import count_noun
+
+
+def decide_gate(counts: RunCounts, pass_threshold: float) -> Gate:
+    """pass_rate, ci_pass and, when it fails, the reason in one sentence."""
+    if not (isinstance(pass_threshold, int | float) and 0.0 <= pass_threshold <= 1.0):
+        raise ValueError(f"pass_threshold must be from 0 to 1, not {pass_threshold!r}")
+    pass_rate = counts.passed / counts.graded if counts.graded else None
+    reason = _fail_reason(counts, pass_rate, pass_threshold)
+    return Gate(pass_rate=pass_rate, ci_pass=reason is None, ci_fail_reason=reason)
+
+
+def _fail_reason(counts: RunCounts, pass_rate: float | None, threshold: float) -> str | None:
+    """Why the run does not pass, or None when it does."""
+    missing = counts.total - counts.done
+    if missing:
+        verb = "has" if missing == 1 else "have"
+        return (
+            f"Not every test case has a result: {missing} of {count_noun(counts.total, 'case')} "
+            f"{verb} no result yet."
+        )
+    if pass_rate is None:
+        return _nothing_graded(counts)
+    if pass_rate < threshold:
+        rate, floor = percentages(pass_rate, threshold)
+        failed = counts.graded - counts.passed
+        return (
+            f"Pass rate {rate} is below the threshold {floor}: "
+            f"{failed} of {count_noun(counts.graded, 'graded case')} failed."
+        )
+    return None
+
+
+def _nothing_graded(counts: RunCounts) -> str:
+    """Why a complete run graded nothing: no cases, no checks, or only minor ungraded checks."""
+    if counts.total == 0:
+        return "No test case was graded: the run has no test cases."
+    reasons = []
+    if counts.no_checks:
+        verb = "has" if counts.no_checks == 1 else "have"
+        reasons.append(f"{count_noun(counts.no_checks, 'case')} {verb} no checks")
+    ungradable = counts.done - counts.no_checks
+    if ungradable:
+        verb = "has" if ungradable == 1 else "have"
+        reasons.append(
+            f"{count_noun(ungradable, 'case')} {verb} only minor checks that could not be graded"
+        )
+    return f"No test case was graded: {' and '.join(reasons)}."
+
+
+def percentages(rate: float, threshold: float) -> tuple[str, str]:
+    """Both as percentages, with enough decimals that a rate below the threshold shows below it."""
+    for decimals in range(1, 7):
+        shown_rate = f"{rate * 100:.{decimals}f}%"
+        shown_threshold = f"{threshold * 100:.{decimals}f}%"
+        if shown_rate != shown_threshold:
+            break
+    return shown_rate, shown_threshold

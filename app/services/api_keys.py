@@ -1,0 +1,71 @@
+"""Creating, checking and revoking project API keys (contract section 1)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from uuid import UUID
+
+from app.db import api_keys, projects
+from app.db.pool import Connection, Executor, connect
+from app.errors import Conflict, NotAuthenticated, NotFound
+
+KEY_PREFIX = "al_"
+# `al_` plus 8 characters: enough to tell keys apart in a listing, far too few to guess one.
+PREFIX_LENGTH = len(KEY_PREFIX) + 8
+
+
+def new_key() -> str:
+    """A fresh key: the recognisable prefix, then 256 random bits."""
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_key(key: str) -> bytes:
+    """The stored form of a key."""
+    return hashlib.sha256(key.encode("utf-8")).digest()
+
+
+async def create_key(connection: Connection, project_id: UUID) -> str:
+    """Create and store a key for the project; the plain key is returned once."""
+    key = new_key()
+    await api_keys.insert_key(connection, project_id, key[:PREFIX_LENGTH], hash_key(key))
+    return key
+
+
+async def create_key_for_project_name(database_url: str, project_name: str) -> str:
+    """Create the project if needed, then a key for it."""
+    connection = await connect(database_url)
+    try:
+        async with connection.transaction():
+            project_id = await projects.ensure_project(connection, project_name)
+            return await create_key(connection, project_id)
+    finally:
+        await connection.close()
+
+
+async def authenticate(executor: Executor, key: str | None) -> UUID:
+    """The project a presented key belongs to; NotAuthenticated when it is missing or dead."""
+    if not key:
+        raise NotAuthenticated("Send a project API key as `x-api-key` or `Authorization: Bearer`.")
+    if not key.startswith(KEY_PREFIX) or len(key) > 200:
+        raise NotAuthenticated("The API key is not valid.")
+    project_id = await api_keys.project_for_key_hash(executor, hash_key(key))
+    if project_id is None:
+        raise NotAuthenticated("The API key is not valid or has been revoked.")
+    return project_id
+
+
+async def revoke_key_by_prefix(database_url: str, prefix: str) -> None:
+    """Revoke the one active key starting with `prefix`."""
+    prefix = prefix[:PREFIX_LENGTH]
+    connection = await connect(database_url)
+    try:
+        async with connection.transaction():
+            key_ids = await api_keys.active_key_ids_with_prefix(connection, prefix)
+            if not key_ids:
+                raise NotFound(f"No active key starts with {prefix}.")
+            if len(key_ids) > 1:
+                raise Conflict(f"{len(key_ids)} active keys start with {prefix}; none revoked.")
+            await api_keys.revoke_key(connection, key_ids[0])
+    finally:
+        await connection.close()

@@ -1,0 +1,40 @@
+"""First start of `agentlasso dev`: a `default` project and a key kept in the data directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from app.db import api_keys, projects
+from app.db.pool import connect
+from app.services.api_keys import create_key, hash_key
+
+DEV_PROJECT = "default"
+
+
+async def ensure_dev_key(database_url: str, key_file: Path) -> str:
+    """The dev key from `key_file` if it still works, else a new one written there."""
+    kept = _read_kept_key(key_file)
+    connection = await connect(database_url)
+    try:
+        if kept and await api_keys.project_for_key_hash(connection, hash_key(kept)) is not None:
+            return kept
+        async with connection.transaction():
+            project_id = await projects.ensure_project(connection, DEV_PROJECT)
+            key = await create_key(connection, project_id)
+    finally:
+        await connection.close()
+    _write_private(key_file, key)
+    return key
+
+
+def _read_kept_key(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8").strip() if path.exists() else None
+
+
+def _write_private(path: Path, text: str) -> None:
+    # The key is a secret: readable by its owner only.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text + "\n")

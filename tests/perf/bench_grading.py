@@ -1,0 +1,107 @@
+"""Benchmark: grade 100,000 case results with 6 deterministic checks each, on one core.
+
+Run: .venv/bin/python tests/perf/bench_grading.py [--cases N] [--profile]
+Prints cases per second and microseconds per check. Target: 50,000 cases/s or more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import random
+import time
+
+from app.domain.checks import (
+    Check,
+    OutputContains,
+    OutputNotContains,
+    OutputValidJson,
+    ToolCalled,
+    ToolNotCalled,
+    ToolOrder,
+)
+from app.domain.results import Observation
+from app.domain.test_cases import TestCaseContent
+from app.grading import grade_case, observation_from_wire
+
+CHECKS_PER_CASE = 6
+TOOLS = ("orders.lookup", "policy.get", "stripe.refund", "email.send", "crm.note", "audit.log")
+PHRASES = (
+    "Your refund has been issued and should arrive in 3-5 business days.",
+    "I looked up order {n} and it shipped yesterday.",
+    "Please contact support if the amount of ${n}.00 looks wrong.",
+    "Die Erstattung für Bestellung {n} ist unterwegs. Grüße aus der Straße.",
+    "We cannot share card numbers such as 4111 1111 1111 1111 in chat.",
+)
+
+
+def make_content(index: int) -> TestCaseContent:
+    """A case with six checks of mixed types: one regex, one JSON check."""
+    checks: tuple[Check, ...] = (
+        ToolCalled(id="c1", tool=("orders.lookup", "policy.get", "stripe.refund")[index % 3]),
+        ToolNotCalled(id="c2", tool="email.send", severity="minor"),
+        ToolOrder(id="c3", tools=("orders.lookup", "stripe.refund")),
+        OutputContains(id="c4", value="3-5 BUSINESS days" if index % 2 else "Order"),
+        OutputNotContains(id="c5", value=rf"\b(?:\d[ -]?){{13,{16 - index % 3}}}\b", regex=True),
+        OutputValidJson(id="c6", severity="minor"),
+    )
+    return TestCaseContent(input=f"case {index}", checks=checks)
+
+
+def make_observation(rng: random.Random, faithful: bool) -> Observation:
+    """A result as posted on the wire: a faithful agent follows the script, others wander."""
+    if faithful:
+        names = ["orders.lookup", "policy.get", "stripe.refund", "audit.log"][: rng.randrange(3, 5)]
+        sentences = [PHRASES[0], PHRASES[1].format(n=rng.randrange(10_000))]
+    else:
+        names = [rng.choice(TOOLS) for _ in range(rng.randrange(2, 7))]
+        sentences = [rng.choice(PHRASES).format(n=rng.randrange(10_000)) for _ in range(4)]
+    sentences += [rng.choice(PHRASES[2:4]).format(n=rng.randrange(10_000))]
+    text = " ".join(sentences)
+    reply = json.dumps({"reply": text, "ok": True}) if rng.random() < 0.5 else text
+    calls = [{"name": name, "arguments": '{"order_id": 42}'} for name in names]
+    return observation_from_wire(reply, calls)
+
+
+def bench(label: str, cases: int, faithful_share: float, profile: bool) -> None:
+    """Build the inputs, then time grading alone."""
+    rng = random.Random(20240601)
+    contents = [make_content(index) for index in range(50)]
+    pairs = [
+        (contents[index % 50], make_observation(rng, rng.random() < faithful_share))
+        for index in range(cases)
+    ]
+    profiler = cProfile.Profile() if profile else None
+    if profiler is not None:
+        profiler.enable()
+    started = time.perf_counter()
+    passed = sum(grade_case(content, observation).pass_fail for content, observation in pairs)
+    elapsed = time.perf_counter() - started
+    if profiler is not None:
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
+    per_second = cases / elapsed
+    per_check_us = elapsed / (cases * CHECKS_PER_CASE) * 1e6
+    print(f"{label}: graded {cases:,} cases ({passed:,} passed) in {elapsed:.3f} s")
+    print(f"  {per_second:,.0f} cases/s, {per_check_us:.2f} us per check (target: 50,000 cases/s)")
+
+
+def main() -> None:
+    """Parse arguments and run the benchmark on a typical run and on a mostly failing one."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--cases", type=int, default=100_000)
+    parser.add_argument("--profile", action="store_true", help="print a cProfile summary")
+    arguments = parser.parse_args()
+    bench("typical run (90% of agents follow the script)", arguments.cases, 0.9, arguments.profile)
+    bench(
+        "mostly failing run (details built for most checks)",
+        arguments.cases,
+        0.0,
+        arguments.profile,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""The run gate of contract 5.4, decided from counters alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.domain.results import Gate, RunCounts
+from app.grading import decide_gate
+from app.grading.gate import percentages
+
+
+def counts(total: int, done: int, graded: int, passed: int, no_checks: int = 0) -> RunCounts:
+    return RunCounts(total=total, done=done, graded=graded, passed=passed, no_checks=no_checks)
+
+
+@pytest.mark.parametrize(
+    ("run", "threshold", "gate"),
+    [
+        pytest.param(
+            counts(10, 10, 10, 10),
+            1.0,
+            Gate(pass_rate=1.0, ci_pass=True, ci_fail_reason=None),
+            id="all-pass",
+        ),
+        pytest.param(
+            counts(10, 10, 10, 8),
+            1.0,
+            Gate(
+                pass_rate=0.8,
+                ci_pass=False,
+                ci_fail_reason="Pass rate 80.0% is below the threshold 100.0%: "
+                "2 of 10 graded cases failed.",
+            ),
+            id="below-threshold",
+        ),
+        pytest.param(
+            counts(10, 10, 10, 8),
+            0.8,
+            Gate(pass_rate=0.8, ci_pass=True, ci_fail_reason=None),
+            id="equal-threshold",
+        ),
+        pytest.param(
+            counts(10, 7, 7, 7),
+            1.0,
+            Gate(
+                pass_rate=1.0,
+                ci_pass=False,
+                ci_fail_reason="Not every test case has a result: "
+                "3 of 10 cases have no result yet.",
+            ),
+            id="incomplete",
+        ),
+        pytest.param(
+            counts(10, 9, 0, 0),
+            0.0,
+            Gate(
+                pass_rate=None,
+                ci_pass=False,
+                ci_fail_reason="Not every test case has a result: 1 of 10 cases has no result yet.",
+            ),
+            id="incomplete-one",
+        ),
+        pytest.param(
+            counts(1, 0, 0, 0),
+            0.0,
+            Gate(
+                pass_rate=None,
+                ci_pass=False,
+                ci_fail_reason="Not every test case has a result: 1 of 1 case has no result yet.",
+            ),
+            id="incomplete-single",
+        ),
+        pytest.param(
+            counts(3, 3, 0, 0, no_checks=3),
+            1.0,
+            Gate(
+                pass_rate=None,
+                ci_pass=False,
+                ci_fail_reason="No test case was graded: 3 cases have no checks.",
+            ),
+            id="nothing-graded-no-checks",
+        ),
+        pytest.param(
+            counts(3, 3, 0, 0, no_checks=1),
+            0.0,
+            Gate(
+                pass_rate=None,
+                ci_pass=False,
+                ci_fail_reason="No test case was graded: 1 case has no checks and 2 cases have "
+                "only minor checks that could not be graded.",
+            ),
+            id="nothing-graded-mixed",
+        ),
+        pytest.param(
+            counts(1, 1, 0, 0),
+            0.0,
+            Gate(
+                pass_rate=None,
+                ci_pass=False,
+                ci_fail_reason="No test case was graded: 1 case has only minor checks that could "
+                "not be graded.",
+            ),
+            id="nothing-graded-minor-ungraded",
+        ),
+        pytest.param(
+            counts(0, 0, 0, 0),
+            0.0,
+            Gate(
+                pass_rate=None,
+                ci_pass=False,
+                ci_fail_reason="No test case was graded: the run has no test cases.",
+            ),
+            id="empty-run",
+        ),
+        pytest.param(
+            counts(12, 12, 10, 9, no_checks=2),
+            0.9,
+            Gate(pass_rate=0.9, ci_pass=True, ci_fail_reason=None),
+            id="ungraded-cases-left-out-of-the-rate",
+        ),
+        pytest.param(
+            counts(1, 1, 1, 0),
+            0.0,
+            Gate(pass_rate=0.0, ci_pass=True, ci_fail_reason=None),
+            id="zero-threshold",
+        ),
+        pytest.param(
+            counts(1, 1, 1, 0),
+            0.5,
+            Gate(
+                pass_rate=0.0,
+                ci_pass=False,
+                ci_fail_reason="Pass rate 0.0% is below the threshold 50.0%: "
+                "1 of 1 graded case failed.",
+            ),
+            id="singular",
+        ),
+        pytest.param(
+            counts(100_000, 100_000, 100_000, 99_999),
+            1.0,
+            Gate(
+                pass_rate=0.99999,
+                ci_pass=False,
+                ci_fail_reason="Pass rate 99.999% is below the threshold 100.000%: "
+                "1 of 100000 graded cases failed.",
+            ),
+            id="decimals-grow-until-the-rate-shows-below",
+        ),
+    ],
+)
+def test_gate(run: RunCounts, threshold: float, gate: Gate) -> None:
+    assert decide_gate(run, threshold) == gate
+
+
+@pytest.mark.parametrize("threshold", [-0.1, 1.01, float("nan"), float("inf"), "1"])
+def test_threshold_outside_zero_to_one_is_refused(threshold: object) -> None:
+    with pytest.raises(ValueError, match="pass_threshold must be from 0 to 1"):
+        decide_gate(counts(1, 1, 1, 1), threshold)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"total": -1, "done": 0, "graded": 0, "passed": 0}, "must not be negative"),
+        ({"total": 2, "done": 2, "graded": 1, "passed": 2}, "inconsistent"),
+        ({"total": 2, "done": 1, "graded": 1, "passed": 0, "no_checks": 1}, "inconsistent"),
+        ({"total": 1, "done": 2, "graded": 0, "passed": 0}, "more results than cases"),
+    ],
+)
+def test_contradictory_counts_are_refused(fields: dict[str, int], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        RunCounts(**fields)
+
+
+def test_percentages_give_up_after_six_decimals() -> None:
+    assert percentages(0.999999999, 1.0) == ("100.000000%", "100.000000%")
