@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -70,6 +71,63 @@ def _cmd_keys_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_ci(args: argparse.Namespace) -> int:
+    from app.ci_command import CiOptions, run_ci
+
+    api_key = os.environ.get("AGENTLASSO_API_KEY")
+    if not api_key:
+        print("error: set AGENTLASSO_API_KEY to a project API key", file=sys.stderr)
+        return 2
+    options = CiOptions(
+        base_url=os.environ.get("AGENTLASSO_URL") or "http://127.0.0.1:8000",
+        api_key=api_key,
+        dataset_id=args.dataset,
+        agent_url=args.agent_url,
+        agent_cmd=args.agent_cmd,
+        threshold=args.threshold,
+        concurrency=args.concurrency,
+        batch_size=args.batch_size,
+        timeout_s=args.timeout,
+        junit=Path(args.junit) if args.junit else None,
+    )
+    return run_ci(options)
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError("must be between 0 and 1")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _add_ci(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ci = commands.add_parser(
+        "ci",
+        help="run a dataset as a CI gate, calling your agent from here",
+        description="Reads AGENTLASSO_URL (default http://127.0.0.1:8000) and AGENTLASSO_API_KEY."
+        " Exits 0 when the gate passes, 1 when it fails, 2 when AgentLasso cannot be reached.",
+    )
+    ci.add_argument("--dataset", required=True, help="the dataset id")
+    agent = ci.add_mutually_exclusive_group(required=True)
+    agent.add_argument("--agent-url", help="POST each case to this URL")
+    agent.add_argument(
+        "--agent-cmd", help="run this command per case: request on stdin, answer on stdout"
+    )
+    ci.add_argument("--threshold", type=_fraction, help="pass threshold, 0 to 1 (default 1.0)")
+    ci.add_argument("--concurrency", type=_positive, default=8, help="agent calls at once")
+    ci.add_argument("--batch-size", type=_positive, default=500, help="results per POST")
+    ci.add_argument("--timeout", type=float, default=30.0, help="seconds per agent call")
+    ci.add_argument("--junit", help="write JUnit XML here")
+    ci.set_defaults(handler=_cmd_ci)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
     parser = argparse.ArgumentParser(prog="agentlasso", description=__doc__)
@@ -103,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     revoke.add_argument("key_prefix")
     revoke.set_defaults(handler=_cmd_keys_revoke)
 
+    _add_ci(commands)
     return parser
 
 

@@ -15,6 +15,7 @@ from app.api.auth import provide_project_id, require_api_key
 from app.api.datasets import DatasetController
 from app.api.health import health, ready
 from app.api.problems import EXCEPTION_HANDLERS
+from app.api.runs import RunController, RunResultsController
 from app.api.test_cases import DatasetTestCaseController, TestCaseController
 from app.config import Settings, load_settings
 from app.db.pool import create_pool
@@ -45,6 +46,8 @@ def api_router() -> Router:
             DatasetController,
             DatasetTestCaseController,
             TestCaseController,
+            RunController,
+            RunResultsController,
         ],
         guards=[require_api_key],
         dependencies={"project_id": Provide(provide_project_id)},

@@ -1,0 +1,394 @@
+"""/api/v1/eval-runs and /api/v1/eval-run-results (contract section 5)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+import asyncpg
+import msgspec
+from litestar import Controller, Response, get, post
+from litestar.datastructures import State
+from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
+
+from app.api.auth import ProjectId
+from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
+from app.domain.checks import Check
+from app.domain.results import CheckResult, UngradedItem
+from app.domain.test_cases import CaseInput, EvaluationType
+from app.errors import FieldError, InvalidInput
+from app.grading import plan_case
+from app.services import ci_results, runs
+from app.services.ci_results import PostedResult
+from app.services.test_cases import content_from_row
+
+# Results come in batches; a batch of 10,000 cases with their replies fits well within this.
+MAX_RESULTS_BODY_BYTES = 32 * 1024 * 1024
+RunStatus = Literal[
+    "queued", "running", "awaiting_results", "grading", "completed", "cancelled", "failed"
+]
+Outcome = Literal["passed", "failed", "not_graded"]
+IdempotencyKey = Annotated[
+    str | None, HeaderParameter(name="Idempotency-Key", max_length=255, required=False)
+]
+
+
+class RunCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Start a run of a dataset. Without agent_id the client calls its own agent (CI mode)."""
+
+    dataset_id: str
+    pass_threshold: Annotated[float, msgspec.Meta(ge=0, le=1)] = 1.0
+    agent_id: str | None = None
+    trials: Annotated[int, msgspec.Meta(ge=1, le=10)] = 1
+    concurrency: Annotated[int, msgspec.Meta(ge=1, le=10_000)] | None = None
+    labels: dict[str, Annotated[str, msgspec.Meta(max_length=500)]] | None = None
+
+
+class RunTestCase(msgspec.Struct, kw_only=True):
+    """A case of a CI-mode run: what to send the agent and exactly what will be graded."""
+
+    test_case_id: str
+    input: CaseInput
+    evaluation_criteria_json: dict[str, Any] | None
+    checks_version: int
+    checks: tuple[Check, ...]
+    expected_output: str | None
+    evaluation_type: EvaluationType
+    min_confidence: int
+    data_context: dict[str, Any] | None
+    description: str | None
+
+
+class Counts(msgspec.Struct, kw_only=True):
+    """A run's progress."""
+
+    total: int
+    done: int
+    graded: int
+    passed: int
+    failed: int
+    not_graded: int
+    errored: int
+
+
+class Run(msgspec.Struct, kw_only=True):
+    """A run's status and gate."""
+
+    run_id: str
+    dataset_id: str
+    mode: Literal["ci", "server"]
+    status: RunStatus
+    pass_threshold: float
+    pass_rate: float | None
+    ci_pass: bool
+    ci_fail_reason: str | None
+    counts: Counts
+    trials: int
+    labels: dict[str, str] | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class CreatedCiRun(msgspec.Struct, kw_only=True):
+    """The answer to starting a CI-mode run."""
+
+    run_id: str
+    status: RunStatus
+    pass_threshold: float
+    total: int
+    test_cases: list[RunTestCase]
+
+
+class ResultsPost(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A batch of results for a CI-mode run."""
+
+    run_id: str
+    results: Annotated[list[PostedResult], msgspec.Meta(max_length=100_000)]
+    wait_s: Annotated[float, msgspec.Meta(ge=0, le=120)] | None = None
+
+
+class GradedResult(msgspec.Struct, kw_only=True):
+    """One posted case's grade."""
+
+    test_case_id: str
+    graded: bool
+    pass_fail: bool
+    score: float | None
+    partially_graded: bool
+    judge_reasoning: str
+    check_results: tuple[CheckResult, ...]
+    ungraded_items: tuple[UngradedItem, ...]
+
+
+class ResultsAnswer(msgspec.Struct, kw_only=True):
+    """The run after a batch, and the grade of each posted case."""
+
+    run_id: str
+    status: RunStatus
+    pass_rate: float | None
+    pass_threshold: float
+    ci_pass: bool
+    ci_fail_reason: str | None
+    counts: Counts
+    results: list[GradedResult]
+
+
+class AgentCall(msgspec.Struct, kw_only=True):
+    """The platform's call to the agent for a case (server mode)."""
+
+    latency_ms: int | None
+    attempts: Any
+    error: str | None
+
+
+class StoredResult(msgspec.Struct, kw_only=True):
+    """A stored case result, with what the agent did."""
+
+    test_case_id: str
+    trial: int
+    outcome: Outcome
+    graded: bool
+    pass_fail: bool
+    score: float | None
+    partially_graded: bool
+    judge_reasoning: str
+    check_results: tuple[CheckResult, ...]
+    ungraded_items: tuple[UngradedItem, ...]
+    actual_output: Any = msgspec.UNSET
+    actual_tool_calls: Any = msgspec.UNSET
+    agent_call: AgentCall | None = None
+
+
+class RunPage(msgspec.Struct, kw_only=True):
+    """A page of runs, newest first."""
+
+    items: list[Run]
+    next_cursor: str | None
+
+
+class ResultPage(msgspec.Struct, kw_only=True):
+    """A page of a run's results."""
+
+    items: list[StoredResult]
+    next_cursor: str | None
+
+
+def counts_out(run: asyncpg.Record) -> Counts:
+    """A run row's counters as the API shows them."""
+    return Counts(
+        total=run["total"],
+        done=run["done"],
+        graded=run["graded"],
+        passed=run["passed"],
+        failed=run["graded"] - run["passed"],
+        not_graded=run["done"] - run["graded"],
+        errored=run["errored"],
+    )
+
+
+def run_out(run: asyncpg.Record) -> Run:
+    """The API shape of a run row."""
+    return Run(
+        run_id=str(run["id"]),
+        dataset_id=str(run["dataset_id"]),
+        mode=run["mode"],
+        status=run["status"],
+        pass_threshold=run["pass_threshold"],
+        pass_rate=run["pass_rate"],
+        ci_pass=run["ci_pass"],
+        ci_fail_reason=run["ci_fail_reason"],
+        counts=counts_out(run),
+        trials=run["trials"],
+        labels=run["labels"],
+        created_at=run["created_at"],
+        finished_at=run["finished_at"],
+    )
+
+
+def run_test_case(row: asyncpg.Record, data_context: dict[str, Any] | None) -> RunTestCase:
+    """A pinned case as a CI client receives it; `checks` is what will be graded."""
+    content = content_from_row(row)
+    return RunTestCase(
+        test_case_id=str(row["test_case_id"]),
+        input=content.input,
+        evaluation_criteria_json=content.evaluation_criteria_json,
+        checks_version=content.checks_version,
+        checks=plan_case(content).checks,
+        expected_output=content.expected_output,
+        evaluation_type=content.evaluation_type,
+        min_confidence=content.min_confidence,
+        data_context=data_context,
+        description=content.description,
+    )
+
+
+def stored_result_out(row: asyncpg.Record) -> StoredResult:
+    """The API shape of a case_results row."""
+    server_mode = row["agent_attempts"] is not None
+    return StoredResult(
+        test_case_id=str(row["test_case_id"]),
+        trial=row["trial"],
+        outcome=row["outcome"],
+        graded=row["graded"],
+        pass_fail=row["pass_fail"],
+        score=row["score"],
+        partially_graded=row["partially_graded"],
+        judge_reasoning=row["judge_reasoning"],
+        # jsonb does not keep key order: decoding restores the documented shape.
+        check_results=msgspec.convert(row["check_results"], tuple[CheckResult, ...]),
+        ungraded_items=msgspec.convert(row["ungraded_items"], tuple[UngradedItem, ...]),
+        actual_output=row["actual_output"] if row["output_reported"] else msgspec.UNSET,
+        actual_tool_calls=row["actual_tool_calls"] if row["tool_calls_reported"] else msgspec.UNSET,
+        agent_call=AgentCall(
+            latency_ms=row["agent_latency_ms"],
+            attempts=row["agent_attempts"],
+            error=row["agent_error"],
+        )
+        if server_mode
+        else None,
+    )
+
+
+def _body_id(raw: str, pointer: str, what: str) -> UUID:
+    try:
+        return UUID(raw)
+    except ValueError:
+        detail = f"No {what} with this id in your project."
+        raise InvalidInput(detail, [FieldError(pointer=pointer, detail=detail)]) from None
+
+
+class RunController(Controller):
+    """Runs of the caller's project."""
+
+    path = "/eval-runs"
+    tags = ("runs",)
+
+    @post(operation_id="createRun")
+    async def create(
+        self,
+        state: State,
+        project_id: ProjectId,
+        data: JSONBody[RunCreate],
+        idempotency_key: IdempotencyKey = None,
+    ) -> Response[CreatedCiRun]:
+        """Start a run; in CI mode the answer lists every case to send to your agent."""
+        request = runs.NewRun(
+            dataset_id=_body_id(data.dataset_id, "/dataset_id", "dataset"),
+            pass_threshold=data.pass_threshold,
+            agent_id=None
+            if data.agent_id is None
+            else _body_id(data.agent_id, "/agent_id", "agent"),
+            trials=data.trials,
+            concurrency=data.concurrency,
+            labels=data.labels,
+        )
+        created = await runs.create_ci_run(state.pool, project_id, request, idempotency_key)
+        cases = await runs.pinned_cases(state.pool, created.run["id"])
+        body = CreatedCiRun(
+            run_id=str(created.run["id"]),
+            status=created.run["status"],
+            pass_threshold=created.run["pass_threshold"],
+            total=created.run["total"],
+            test_cases=[run_test_case(row, created.data_context) for row in cases],
+        )
+        headers = {"idempotent-replayed": "true"} if created.replayed else {}
+        return Response(body, status_code=201, headers=headers)
+
+    @get(operation_id="listRuns")
+    async def list(
+        self,
+        state: State,
+        project_id: ProjectId,
+        dataset_id: FromQuery[str | None] = None,
+        status: FromQuery[RunStatus | None] = None,
+        limit: FromQuery[int] = DEFAULT_LIMIT,
+        cursor: FromQuery[str | None] = None,
+    ) -> RunPage:
+        """The project's runs, newest first, optionally of one dataset or in one status."""
+        limit = check_limit(limit)
+        dataset = None if dataset_id is None else parse_id(dataset_id, "dataset")
+        before = decode_cursor(cursor) or None
+        rows = await runs.list_runs(state.pool, project_id, dataset, status, before, limit + 1)
+        return RunPage(
+            items=[run_out(row) for row in rows[:limit]],
+            next_cursor=next_cursor([row["seq"] for row in rows], limit),
+        )
+
+    @get("/{run_id:str}", operation_id="getRun")
+    async def read(self, state: State, project_id: ProjectId, run_id: FromPath[str]) -> Run:
+        """A run's status, counts and gate."""
+        return run_out(await runs.get_run(state.pool, project_id, parse_id(run_id, "run")))
+
+    @post("/{run_id:str}/cancel", operation_id="cancelRun", status_code=200)
+    async def cancel(self, state: State, project_id: ProjectId, run_id: FromPath[str]) -> Run:
+        """Stop a run; results so far are kept. Cancelling a finished run changes nothing."""
+        return run_out(await runs.cancel_run(state.pool, project_id, parse_id(run_id, "run")))
+
+    @get("/{run_id:str}/results", operation_id="listRunResults")
+    async def results(
+        self,
+        state: State,
+        project_id: ProjectId,
+        run_id: FromPath[str],
+        outcome: FromQuery[Outcome | None] = None,
+        limit: FromQuery[int] = DEFAULT_LIMIT,
+        cursor: FromQuery[str | None] = None,
+    ) -> ResultPage:
+        """The run's case results with what the agent did, a page at a time."""
+        limit = check_limit(limit)
+        rows = await runs.list_results(
+            state.pool,
+            project_id,
+            parse_id(run_id, "run"),
+            decode_cursor(cursor),
+            outcome,
+            limit + 1,
+        )
+        return ResultPage(
+            items=[stored_result_out(row) for row in rows[:limit]],
+            next_cursor=next_cursor([row["seq"] for row in rows], limit),
+        )
+
+
+class RunResultsController(Controller):
+    """Results a CI client posts."""
+
+    path = "/eval-run-results"
+    tags = ("runs",)
+
+    @post(
+        operation_id="postRunResults",
+        request_max_body_size=MAX_RESULTS_BODY_BYTES,
+        status_code=200,
+        opt={"too_large_hint": "Post the results in several smaller batches."},
+    )
+    async def post_results(
+        self, state: State, project_id: ProjectId, data: JSONBody[ResultsPost]
+    ) -> ResultsAnswer:
+        """Grade a batch of results; the answer holds the run's gate and each case's grade."""
+        run_id = parse_id(data.run_id, "run")
+        batch = await ci_results.record_results(state.pool, project_id, run_id, data.results)
+        run = batch.run
+        return ResultsAnswer(
+            run_id=str(run["id"]),
+            status=run["status"],
+            pass_rate=run["pass_rate"],
+            pass_threshold=run["pass_threshold"],
+            ci_pass=run["ci_pass"],
+            ci_fail_reason=run["ci_fail_reason"],
+            counts=counts_out(run),
+            results=[
+                GradedResult(
+                    test_case_id=case.test_case_id,
+                    graded=case.result.graded,
+                    pass_fail=case.result.pass_fail,
+                    score=case.result.score,
+                    partially_graded=case.result.partially_graded,
+                    judge_reasoning=case.result.judge_reasoning,
+                    check_results=case.result.check_results,
+                    ungraded_items=case.result.ungraded_items,
+                )
+                for case in batch.graded
+            ],
+        )

@@ -1,0 +1,199 @@
+"""A small typed client for the AgentLasso API, for CI scripts (and `agentlasso ci`).
+
+    async with AgentLassoClient("http://127.0.0.1:8000", api_key) as client:
+        run = await client.create_run(dataset_id, pass_threshold=1.0)
+        answer = await client.post_results(run.run_id, [ResultToPost(test_case_id=..., ...)])
+        sys.exit(0 if answer.ci_pass else 1)
+
+Responses decode leniently (unknown fields are ignored), so a newer server does not break an
+older client.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+import msgspec
+
+T = TypeVar("T")
+
+
+class ClientError(Exception):
+    """The API answered with an error (a problem+json body)."""
+
+    def __init__(self, status: int, detail: str, errors: list[dict[str, Any]] | None = None):
+        super().__init__(f"HTTP {status}: {detail}")
+        self.status, self.detail, self.errors = status, detail, errors or []
+
+
+class PlatformUnavailable(Exception):
+    """The platform could not be reached, or answered with a server error."""
+
+
+class RunTestCase(msgspec.Struct, kw_only=True):
+    """A case to send to the agent, with what will be graded."""
+
+    test_case_id: str
+    input: Any
+    checks: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    evaluation_criteria_json: dict[str, Any] | None = None
+    expected_output: str | None = None
+    evaluation_type: str = "SCORE"
+    min_confidence: int = 70
+    data_context: dict[str, Any] | None = None
+    description: str | None = None
+
+
+class CreatedRun(msgspec.Struct, kw_only=True):
+    """A CI-mode run and its cases."""
+
+    run_id: str
+    status: str
+    pass_threshold: float
+    total: int = 0
+    test_cases: list[RunTestCase] = msgspec.field(default_factory=list)
+
+
+class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A tool call the agent made."""
+
+    name: str
+    arguments: Any = None
+
+
+class ResultToPost(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What the agent did on one case. Leave a field UNSET when it was not reported."""
+
+    test_case_id: str
+    actual_output: Any = msgspec.UNSET
+    actual_tool_calls: Any = msgspec.UNSET
+    agent_error: str | None = None
+
+
+class CheckResult(msgspec.Struct, kw_only=True):
+    """One check's outcome."""
+
+    id: str
+    type: str
+    severity: str
+    status: str
+    passed: bool | None
+    detail: str
+    score: float | None = None
+    reasoning: str | None = None
+
+
+class CaseResult(msgspec.Struct, kw_only=True):
+    """One case's grade."""
+
+    test_case_id: str
+    graded: bool
+    pass_fail: bool
+    score: float | None
+    partially_graded: bool
+    judge_reasoning: str
+    check_results: list[CheckResult] = msgspec.field(default_factory=list)
+    ungraded_items: list[dict[str, Any]] = msgspec.field(default_factory=list)
+
+
+class Counts(msgspec.Struct, kw_only=True):
+    """A run's progress."""
+
+    total: int
+    done: int
+    graded: int
+    passed: int
+    failed: int
+    not_graded: int
+    errored: int = 0
+
+
+class ResultsAnswer(msgspec.Struct, kw_only=True):
+    """The run's gate after a batch, and the batch's grades."""
+
+    run_id: str
+    status: str
+    pass_rate: float | None
+    pass_threshold: float
+    ci_pass: bool
+    ci_fail_reason: str | None
+    counts: Counts
+    results: list[CaseResult] = msgspec.field(default_factory=list)
+
+
+class Run(msgspec.Struct, kw_only=True):
+    """A run's status and gate."""
+
+    run_id: str
+    status: str
+    pass_rate: float | None
+    pass_threshold: float
+    ci_pass: bool
+    ci_fail_reason: str | None
+    counts: Counts
+
+
+class AgentLassoClient:
+    """The API over HTTP; use it as an async context manager."""
+
+    def __init__(self, base_url: str, api_key: str, *, timeout_s: float = 120) -> None:
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/") + "/api/v1",
+            headers={"x-api-key": api_key},
+            timeout=timeout_s,
+        )
+
+    async def __aenter__(self) -> AgentLassoClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self._http.aclose()
+
+    async def create_run(
+        self, dataset_id: str, *, pass_threshold: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> CreatedRun:  # fmt: skip
+        """Start a CI-mode run of a dataset."""
+        body: dict[str, Any] = {"dataset_id": dataset_id}
+        if pass_threshold is not None:
+            body["pass_threshold"] = pass_threshold
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        return await self._request("POST", "/eval-runs", CreatedRun, json=body, headers=headers)
+
+    async def post_results(self, run_id: str, results: list[ResultToPost]) -> ResultsAnswer:
+        """Post a batch of results; the answer is graded."""
+        body = msgspec.json.encode({"run_id": run_id, "results": results})
+        headers = {"content-type": "application/json"}
+        return await self._request(
+            "POST", "/eval-run-results", ResultsAnswer, content=body, headers=headers
+        )
+
+    async def get_run(self, run_id: str) -> Run:
+        """A run's status and gate."""
+        return await self._request("GET", f"/eval-runs/{run_id}", Run)
+
+    async def _request(self, method: str, path: str, shape: type[T], **kwargs: Any) -> T:
+        try:
+            response = await self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise PlatformUnavailable(f"{method} {path}: {exc!r}") from exc
+        if response.status_code >= 500:
+            raise PlatformUnavailable(f"{method} {path}: HTTP {response.status_code}")
+        if response.status_code >= 400:
+            raise _client_error(response)
+        return msgspec.json.decode(response.content, type=shape)
+
+
+def _client_error(response: httpx.Response) -> ClientError:
+    try:
+        problem = response.json()
+        return ClientError(response.status_code, problem.get("detail", ""), problem.get("errors"))
+    except ValueError:
+        return ClientError(response.status_code, response.text[:200])

@@ -1,0 +1,129 @@
+"""What a CI log, a JUnit consumer and a GitHub step summary show of a graded run."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from app.client import CaseResult, Counts
+
+# Characters XML 1.0 cannot carry: an agent's reply may contain any of them.
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+MAX_SUMMARY_FAILURES = 50
+
+
+def label(result: CaseResult) -> str:
+    """PASS, FAIL or SKIP (not graded), as the product document's example prints them."""
+    return "SKIP" if not result.graded else "PASS" if result.pass_fail else "FAIL"
+
+
+def case_lines(result: CaseResult, names: Mapping[str, str]) -> list[str]:
+    """The console lines for a case that did not pass: its verdict, then each failed check."""
+    name = names.get(result.test_case_id)
+    title = f"{result.test_case_id} ({name})" if name else result.test_case_id
+    lines = [f"{label(result)} {title}: {result.judge_reasoning}"]
+    for check in result.check_results:
+        if check.status != "passed":
+            lines.append(
+                f"    {check.id} {check.type} ({check.severity}, {check.status}): {check.detail}"
+            )
+    return lines
+
+
+def percent(value: float | None) -> str:
+    """A rate as the example client prints it."""
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def summary_line(counts: Counts, pass_rate: float | None, threshold: float) -> str:
+    """One line with the rate, the threshold and the counts."""
+    return (
+        f"Pass rate: {percent(pass_rate)} (threshold {percent(threshold)}): "
+        f"{counts.passed} passed, {counts.failed} failed, {counts.not_graded} not graded, "
+        f"{counts.total - counts.done} without a result, of {counts.total} cases."
+    )
+
+
+def junit_xml(
+    suite: str, results: Sequence[CaseResult], names: Mapping[str, str], time_s: float
+) -> bytes:
+    """JUnit XML: a testcase per case, a failure for each failed one, skipped when not graded."""
+    root = ElementTree.Element("testsuites")
+    failures = sum(r.graded and not r.pass_fail for r in results)
+    skipped = sum(not r.graded for r in results)
+    testsuite = ElementTree.SubElement(
+        root, "testsuite", name=suite, tests=str(len(results)), failures=str(failures),
+        errors="0", skipped=str(skipped), time=f"{time_s:.3f}",
+    )  # fmt: skip
+    for result in results:
+        _testcase(testsuite, suite, result, names)
+    return bytes(ElementTree.tostring(root, encoding="utf-8", xml_declaration=True))
+
+
+def _testcase(
+    parent: ElementTree.Element, suite: str, result: CaseResult, names: Mapping[str, str]
+) -> None:
+    name = names.get(result.test_case_id) or result.test_case_id
+    case = ElementTree.SubElement(
+        parent, "testcase", classname=suite, name=_xml_text(f"{name} [{result.test_case_id}]")
+    )
+    if result.graded and result.pass_fail:
+        return
+    tag = "skipped" if not result.graded else "failure"
+    element = ElementTree.SubElement(case, tag, message=_xml_text(result.judge_reasoning))
+    details = [
+        f"{c.id} {c.type} ({c.severity}, {c.status}): {c.detail}"
+        for c in result.check_results
+        if c.status != "passed"
+    ]
+    element.text = _xml_text("\n".join(details))
+
+
+def _xml_text(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def step_summary(
+    title: str,
+    ci_pass: bool,
+    reason: str | None,
+    counts: Counts,
+    pass_rate: float | None,
+    threshold: float,
+    results: Sequence[CaseResult],
+    names: Mapping[str, str],
+) -> str:
+    """Markdown for $GITHUB_STEP_SUMMARY."""
+    verdict = "passed" if ci_pass else "failed"
+    lines = [
+        f"## {title}: {verdict}",
+        "",
+        f"Pass rate **{percent(pass_rate)}** (threshold {percent(threshold)})."
+        + (f" {_md(reason)}" if reason else ""),
+        "",
+        "| total | passed | failed | not graded | without a result |",
+        "|---:|---:|---:|---:|---:|",
+        f"| {counts.total} | {counts.passed} | {counts.failed} | {counts.not_graded} "
+        f"| {counts.total - counts.done} |",
+    ]
+    not_passed = [r for r in results if not (r.graded and r.pass_fail)]
+    if not_passed:
+        lines += ["", "| case | result | why |", "|---|---|---|"]
+        for result in not_passed[:MAX_SUMMARY_FAILURES]:
+            name = names.get(result.test_case_id) or result.test_case_id
+            lines.append(f"| {_md(name)} | {label(result)} | {_md(result.judge_reasoning)} |")
+        if len(not_passed) > MAX_SUMMARY_FAILURES:
+            lines.append(f"\n…and {len(not_passed) - MAX_SUMMARY_FAILURES} more.")
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append to a file (GitHub collects the step summary this way)."""
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(text)

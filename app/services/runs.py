@@ -1,0 +1,186 @@
+"""Creating and reading runs (contract sections 5.1 to 5.4)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import msgspec
+
+from app.db import case_results as result_rows
+from app.db import datasets as dataset_rows
+from app.db import runs as run_rows
+from app.db.pool import Connection
+from app.domain.results import Gate, RunCounts
+from app.errors import Conflict, FieldError, InvalidInput, NotFound
+from app.grading import decide_gate
+
+FINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
+
+
+class NewRun(msgspec.Struct, frozen=True, kw_only=True):
+    """What a client asks for when it starts a run."""
+
+    dataset_id: UUID
+    pass_threshold: float = 1.0
+    agent_id: UUID | None = None
+    trials: int = 1
+    concurrency: int | None = None
+    labels: dict[str, str] | None = None
+
+
+class CreatedRun(msgspec.Struct, frozen=True, kw_only=True):
+    """A run as created (or found again through its idempotency key), with its dataset."""
+
+    run: Any  # asyncpg.Record
+    data_context: dict[str, Any] | None
+    replayed: bool
+
+
+def request_hash(request: NewRun) -> bytes:
+    """A fingerprint of the request, to tell a retry from another request with the same key."""
+    return hashlib.sha256(msgspec.json.encode(request)).digest()
+
+
+def counts_of(run: asyncpg.Record) -> RunCounts:
+    """The gate's view of a run row's counters."""
+    return RunCounts(
+        total=run["total"],
+        done=run["done"],
+        graded=run["graded"],
+        passed=run["passed"],
+        no_checks=run["no_checks"],
+    )
+
+
+def gate_of(run: asyncpg.Record) -> Gate:
+    """The CI gate for a run row as it stands."""
+    return decide_gate(counts_of(run), run["pass_threshold"])
+
+
+async def create_ci_run(
+    pool: asyncpg.Pool, project_id: UUID, request: NewRun, idempotency_key: str | None
+) -> CreatedRun:
+    """Start a CI-mode run: pin the dataset's current revisions; the client posts results."""
+    if request.agent_id is not None:
+        # Server mode arrives with registered agents; until then no agent id can exist.
+        raise InvalidInput(
+            "No agent with this id in your project.",
+            [FieldError(pointer="/agent_id", detail="No agent with this id in your project.")],
+        )
+    async with pool.acquire() as connection, connection.transaction():
+        dataset = await dataset_rows.get_dataset(connection, project_id, request.dataset_id)
+        if dataset is None:
+            raise InvalidInput(
+                "No dataset with this id in your project.",
+                [FieldError(pointer="/dataset_id", detail="No dataset with this id.")],
+            )
+        values = (
+            uuid.uuid4(),
+            project_id,
+            request.dataset_id,
+            "ci",
+            "awaiting_results",
+            request.pass_threshold,
+            request.trials,
+            request.labels,
+            idempotency_key,
+            request_hash(request),
+        )
+        run = await run_rows.insert_run(connection, values)
+        if run is None:
+            assert idempotency_key is not None
+            return await _replay(connection, project_id, idempotency_key, request, dataset)
+        run = await run_rows.pin_cases(connection, run["id"], request.dataset_id)
+        run = await store_gate(connection, run)
+    return CreatedRun(run=run, data_context=dataset["data_context"], replayed=False)
+
+
+async def _replay(
+    connection: Connection,
+    project_id: UUID,
+    idempotency_key: str,
+    request: NewRun,
+    dataset: asyncpg.Record,
+) -> CreatedRun:
+    run = await run_rows.run_by_idempotency_key(connection, project_id, idempotency_key)
+    assert run is not None
+    if run["request_hash"] != request_hash(request):
+        raise Conflict(
+            "This Idempotency-Key was already used with a different request; "
+            "use a new key for a new run."
+        )
+    return CreatedRun(run=run, data_context=dataset["data_context"], replayed=True)
+
+
+async def store_gate(connection: Connection, run: asyncpg.Record) -> asyncpg.Record:
+    """Recompute the gate from the counters; a run with every result in is completed."""
+    gate = gate_of(run)
+    status = run["status"]
+    if status not in FINAL_STATUSES and run["done"] == run["total"]:
+        status = "completed"
+    return await run_rows.set_verdict(
+        connection, run["id"], status, gate.pass_rate, gate.ci_pass, gate.ci_fail_reason
+    )
+
+
+async def pinned_cases(pool: asyncpg.Pool, run_id: UUID) -> list[asyncpg.Record]:
+    """The run's cases at their pinned revisions."""
+    async with pool.acquire() as connection:
+        return await run_rows.pinned_cases(connection, run_id)
+
+
+async def get_run(pool: asyncpg.Pool, project_id: UUID, run_id: UUID) -> asyncpg.Record:
+    """The run, or NotFound."""
+    run = await run_rows.get_run(pool, project_id, run_id)
+    if run is None:
+        raise NotFound("No run with this id in your project.")
+    return run
+
+
+async def list_runs(
+    pool: asyncpg.Pool,
+    project_id: UUID,
+    dataset_id: UUID | None,
+    status: str | None,
+    before_seq: int | None,
+    limit: int,
+) -> list[asyncpg.Record]:
+    """A page of runs, newest first."""
+    return await run_rows.list_runs(pool, project_id, dataset_id, status, before_seq, limit)
+
+
+async def list_results(
+    pool: asyncpg.Pool,
+    project_id: UUID,
+    run_id: UUID,
+    after_seq: int,
+    outcome: str | None,
+    limit: int,
+) -> list[asyncpg.Record]:
+    """A page of the run's case results, optionally only one outcome."""
+    await get_run(pool, project_id, run_id)
+    return await result_rows.list_results(pool, run_id, after_seq, outcome, limit)
+
+
+async def cancel_run(pool: asyncpg.Pool, project_id: UUID, run_id: UUID) -> asyncpg.Record:
+    """Cancel a run that has not finished; its results so far are kept."""
+    async with pool.acquire() as connection, connection.transaction():
+        run = await run_rows.lock_run(connection, project_id, run_id)
+        if run is None:
+            raise NotFound("No run with this id in your project.")
+        if run["status"] in FINAL_STATUSES:
+            return run
+        gate = gate_of(run)
+        return await run_rows.set_verdict(
+            connection, run_id, "cancelled", gate.pass_rate, False, _cancelled_reason(gate)
+        )
+
+
+def _cancelled_reason(gate: Gate) -> str:
+    return "The run was cancelled before it finished." + (
+        f" {gate.ci_fail_reason}" if gate.ci_fail_reason else ""
+    )
