@@ -72,18 +72,23 @@ class Counts(msgspec.Struct, kw_only=True):
     errored: int
 
 
-class Run(msgspec.Struct, kw_only=True):
-    """A run's status and gate."""
+class RunGate(msgspec.Struct, kw_only=True):
+    """What every answer about a run says: its status, counts and CI gate."""
 
     run_id: str
-    dataset_id: str
-    mode: Literal["ci", "server"]
     status: RunStatus
-    pass_threshold: float
     pass_rate: float | None
+    pass_threshold: float
     ci_pass: bool
     ci_fail_reason: str | None
     counts: Counts
+
+
+class Run(RunGate, kw_only=True):
+    """A run's status and gate, with what it runs."""
+
+    dataset_id: str
+    mode: Literal["ci", "server"]
     trials: int
     labels: dict[str, str] | None
     created_at: datetime
@@ -121,16 +126,9 @@ class GradedResult(msgspec.Struct, kw_only=True):
     ungraded_items: tuple[UngradedItem, ...]
 
 
-class ResultsAnswer(msgspec.Struct, kw_only=True):
+class ResultsAnswer(RunGate, kw_only=True):
     """The run after a batch, and the grade of each posted case."""
 
-    run_id: str
-    status: RunStatus
-    pass_rate: float | None
-    pass_threshold: float
-    ci_pass: bool
-    ci_fail_reason: str | None
-    counts: Counts
     results: list[GradedResult]
 
 
@@ -187,18 +185,25 @@ def counts_out(run: asyncpg.Record) -> Counts:
     )
 
 
+def gate_fields(run: asyncpg.Record) -> dict[str, Any]:
+    """The RunGate fields of a run row."""
+    return {
+        "run_id": str(run["id"]),
+        "status": run["status"],
+        "pass_rate": run["pass_rate"],
+        "pass_threshold": run["pass_threshold"],
+        "ci_pass": run["ci_pass"],
+        "ci_fail_reason": run["ci_fail_reason"],
+        "counts": counts_out(run),
+    }
+
+
 def run_out(run: asyncpg.Record) -> Run:
     """The API shape of a run row."""
     return Run(
-        run_id=str(run["id"]),
+        **gate_fields(run),
         dataset_id=str(run["dataset_id"]),
         mode=run["mode"],
-        status=run["status"],
-        pass_threshold=run["pass_threshold"],
-        pass_rate=run["pass_rate"],
-        ci_pass=run["ci_pass"],
-        ci_fail_reason=run["ci_fail_reason"],
-        counts=counts_out(run),
         trials=run["trials"],
         labels=run["labels"],
         created_at=run["created_at"],
@@ -369,15 +374,8 @@ class RunResultsController(Controller):
         """Grade a batch of results; the answer holds the run's gate and each case's grade."""
         run_id = parse_id(data.run_id, "run")
         batch = await ci_results.record_results(state.pool, project_id, run_id, data.results)
-        run = batch.run
         return ResultsAnswer(
-            run_id=str(run["id"]),
-            status=run["status"],
-            pass_rate=run["pass_rate"],
-            pass_threshold=run["pass_threshold"],
-            ci_pass=run["ci_pass"],
-            ci_fail_reason=run["ci_fail_reason"],
-            counts=counts_out(run),
+            **gate_fields(batch.run),
             results=[
                 GradedResult(
                     test_case_id=case.test_case_id,

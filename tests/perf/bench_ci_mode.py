@@ -8,8 +8,6 @@ Targets (issue 4): `POST /eval-runs` in 1 s or less, then one `POST /eval-run-re
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import time
 from typing import Any
 
@@ -17,14 +15,7 @@ import httpx
 import msgspec
 
 from tests.perf.bench_import_export import body_chunks
-from tests.perf.harness import (
-    api_process,
-    drop_database,
-    fresh_database,
-    new_key,
-    rss_mb,
-    server_urls,
-)
+from tests.perf.harness import rss_mb, run_against_api
 
 
 def agent_reply(number: int) -> dict[str, Any]:
@@ -85,16 +76,7 @@ def run(base_url: str, pid: int, key: str, cases: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cases", type=int, default=10_000)
-    args = parser.parse_args()
-    with server_urls() as (postgres_url, redis_url):
-        database_url = asyncio.run(fresh_database(postgres_url))
-        try:
-            with api_process(database_url, redis_url) as (base_url, pid):
-                run(base_url, pid, new_key(database_url), args.cases)
-        finally:
-            asyncio.run(drop_database(postgres_url, database_url))
+    run_against_api(run, default_cases=10_000)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,6 @@ Targets (issue 2): import in 10 s or less with the API's peak RSS at 300 MB or l
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -18,14 +16,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from tests.perf.harness import (
-    api_process,
-    drop_database,
-    fresh_database,
-    new_key,
-    rss_mb,
-    server_urls,
-)
+from tests.perf.harness import rss_mb, run_against_api
 
 
 def sample_case(number: int, *, expectation: bool = True) -> dict[str, Any]:
@@ -122,16 +113,7 @@ def run(base_url: str, pid: int, key: str, cases: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cases", type=int, default=100_000)
-    args = parser.parse_args()
-    with server_urls() as (postgres_url, redis_url):
-        database_url = asyncio.run(fresh_database(postgres_url))
-        try:
-            with api_process(database_url, redis_url) as (base_url, pid):
-                run(base_url, pid, new_key(database_url), args.cases)
-        finally:
-            asyncio.run(drop_database(postgres_url, database_url))
+    run_against_api(run, default_cases=100_000)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import os
@@ -11,7 +12,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -77,10 +78,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def api_process(database_url: str, redis_url: str) -> Iterator[tuple[str, int]]:
+def api_process(
+    database_url: str, redis_url: str, extra_env: dict[str, str] | None = None
+) -> Iterator[tuple[str, int]]:
     """`agentlasso api` as a child process; yields its base URL and pid."""
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": redis_url}
+    env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": redis_url, **(extra_env or {})}
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "api", "--port", str(port), "--log-level", "warning"],
         cwd=ROOT,
@@ -111,6 +114,20 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no {field} for pid {pid}")
+
+
+def run_against_api(benchmark: Callable[[str, int, str, int], None], default_cases: int) -> None:
+    """Parse `--cases`, start a fresh database and `agentlasso api`, run the benchmark on them."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", type=int, default=default_cases)
+    cases = parser.parse_args().cases
+    with server_urls() as (postgres_url, redis_url):
+        database_url = asyncio.run(fresh_database(postgres_url))
+        try:
+            with api_process(database_url, redis_url) as (base_url, pid):
+                benchmark(base_url, pid, new_key(database_url), cases)
+        finally:
+            asyncio.run(drop_database(postgres_url, database_url))
 
 
 def new_key(database_url: str) -> str:
