@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,12 +15,12 @@ from app import reports
 from app.client import (
     AgentLassoClient,
     CaseResult,
-    ClientError,
     PlatformUnavailable,
     ResultsAnswer,
     ResultToPost,
     RunTestCase,
 )
+from app.command_errors import run_reporting_errors
 from app.local_agents import AgentCaller, CommandAgent, HttpAgent, failed
 
 EXIT_PASS, EXIT_FAIL, EXIT_UNAVAILABLE = 0, 1, 2
@@ -45,18 +44,7 @@ class CiOptions(msgspec.Struct, frozen=True, kw_only=True):
 
 def run_ci(options: CiOptions) -> int:
     """Run the gate; the exit code is 0 (pass), 1 (fail) or 2 (platform unreachable)."""
-    try:
-        return asyncio.run(_run(options))
-    except PlatformUnavailable as exc:
-        print(
-            f"error: AgentLasso could not be reached at {options.base_url}: {exc}", file=sys.stderr
-        )
-    except ClientError as exc:
-        print(f"error: AgentLasso refused the request: {exc}", file=sys.stderr)
-        for error in exc.errors:
-            print(f"  {error.get('pointer') or error.get('parameter')}: {error.get('detail')}",
-                  file=sys.stderr)  # fmt: skip
-    return EXIT_UNAVAILABLE
+    return run_reporting_errors(options.base_url, _run(options))
 
 
 async def _run(options: CiOptions) -> int:

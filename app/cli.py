@@ -1,4 +1,4 @@
-"""The `agentlasso` command line: dev, api, worker, migrate, keys."""
+"""The `agentlasso` command line: dev, api, worker, migrate, keys, secret-key."""
 
 from __future__ import annotations
 
@@ -71,15 +71,21 @@ def _cmd_keys_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_secret_key(_args: argparse.Namespace) -> int:
+    from app.secrets_box import generate_key
+
+    print(generate_key())
+    return 0
+
+
 def _cmd_ci(args: argparse.Namespace) -> int:
     from app.ci_command import CiOptions, run_ci
 
-    api_key = os.environ.get("AGENTLASSO_API_KEY")
+    api_key = _api_key()
     if not api_key:
-        print("error: set AGENTLASSO_API_KEY to a project API key", file=sys.stderr)
         return 2
     options = CiOptions(
-        base_url=os.environ.get("AGENTLASSO_URL") or "http://127.0.0.1:8000",
+        base_url=_base_url(),
         api_key=api_key,
         dataset_id=args.dataset,
         agent_url=args.agent_url,
@@ -91,6 +97,55 @@ def _cmd_ci(args: argparse.Namespace) -> int:
         junit=Path(args.junit) if args.junit else None,
     )
     return run_ci(options)
+
+
+def _api_key() -> str | None:
+    key = os.environ.get("AGENTLASSO_API_KEY")
+    if not key:
+        print("error: set AGENTLASSO_API_KEY to a project API key", file=sys.stderr)
+    return key
+
+
+def _base_url() -> str:
+    return os.environ.get("AGENTLASSO_URL") or "http://127.0.0.1:8000"
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from app.run_command import RunOptions, run_server
+
+    api_key = _api_key()
+    if not api_key:
+        return 2
+    options = RunOptions(
+        base_url=_base_url(),
+        api_key=api_key,
+        dataset_id=args.dataset,
+        agent_id=args.agent,
+        wait=args.wait,
+        trials=args.trials,
+        threshold=args.threshold,
+        concurrency=args.concurrency,
+        junit=Path(args.junit) if args.junit else None,
+    )
+    return run_server(options)
+
+
+def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run a dataset against a registered agent (the platform calls it)",
+        description="Reads AGENTLASSO_URL (default http://127.0.0.1:8000) and AGENTLASSO_API_KEY."
+        " With --wait: exits 0 when the gate passes, 1 when it fails, 2 when AgentLasso cannot"
+        " be reached or the run failed.",
+    )
+    run.add_argument("--dataset", required=True, help="the dataset id")
+    run.add_argument("--agent", required=True, help="the registered agent's id")
+    run.add_argument("--wait", action="store_true", help="follow the run and gate on it")
+    run.add_argument("--trials", type=_positive, default=1, help="calls per case, 1 to 10")
+    run.add_argument("--threshold", type=_fraction, help="pass threshold, 0 to 1 (default 1.0)")
+    run.add_argument("--concurrency", type=_positive, help="agent calls in flight for this run")
+    run.add_argument("--junit", help="write JUnit XML here (with --wait)")
+    run.set_defaults(handler=_cmd_run)
 
 
 def _fraction(text: str) -> float:
@@ -161,7 +216,16 @@ def build_parser() -> argparse.ArgumentParser:
     revoke.add_argument("key_prefix")
     revoke.set_defaults(handler=_cmd_keys_revoke)
 
+    secret_key = commands.add_parser(
+        "secret-key",
+        help="print a new AGENTLASSO_SECRET_KEY",
+        description="Prints a new random key (32 bytes, base64) for AGENTLASSO_SECRET_KEY, which"
+        " encrypts agent headers at rest. Give the API and every worker the same key.",
+    )
+    secret_key.set_defaults(handler=_cmd_secret_key)
+
     _add_ci(commands)
+    _add_run(commands)
     return parser
 
 

@@ -11,6 +11,7 @@ older client.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -89,6 +90,7 @@ class CaseResult(msgspec.Struct, kw_only=True):
     """One case's grade."""
 
     test_case_id: str
+    trial: int = 1
     graded: bool
     pass_fail: bool
     score: float | None
@@ -128,11 +130,29 @@ class Run(msgspec.Struct, kw_only=True):
 
     run_id: str
     status: str
+    mode: str = "ci"
     pass_rate: float | None
     pass_threshold: float
     ci_pass: bool
     ci_fail_reason: str | None
     counts: Counts
+
+
+class TestCase(msgspec.Struct, kw_only=True):
+    """A test case (the fields a CI report uses)."""
+
+    __test__ = False
+
+    id: str
+    input: Any
+    description: str | None = None
+
+
+class ResultPage(msgspec.Struct, kw_only=True):
+    """A page of stored results."""
+
+    items: list[CaseResult]
+    next_cursor: str | None
 
 
 class AgentLassoClient:
@@ -175,9 +195,48 @@ class AgentLassoClient:
             "POST", "/eval-run-results", ResultsAnswer, content=body, headers=headers
         )
 
-    async def get_run(self, run_id: str) -> Run:
-        """A run's status and gate."""
-        return await self._request("GET", f"/eval-runs/{run_id}", Run)
+    async def start_server_run(
+        self, dataset_id: str, agent_id: str, *, pass_threshold: float | None = None,
+        trials: int = 1, concurrency: int | None = None, labels: dict[str, str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Run:  # fmt: skip
+        """Start a run in which the platform calls the registered agent (server mode)."""
+        body: dict[str, Any] = {"dataset_id": dataset_id, "agent_id": agent_id, "trials": trials}
+        for name, value in (("pass_threshold", pass_threshold), ("concurrency", concurrency),
+                            ("labels", labels)):  # fmt: skip
+            if value is not None:
+                body[name] = value
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        return await self._request("POST", "/eval-runs", Run, json=body, headers=headers)
+
+    async def get_run(self, run_id: str, *, wait_s: float | None = None) -> Run:
+        """A run's status and gate; with wait_s, as soon as it ends or after wait_s seconds."""
+        params = {"wait_s": wait_s} if wait_s else {}
+        return await self._request("GET", f"/eval-runs/{run_id}", Run, params=params)
+
+    async def get_test_case(self, test_case_id: str) -> TestCase:
+        """A test case at its current revision."""
+        return await self._request("GET", f"/test-cases/{test_case_id}", TestCase)
+
+    async def results(
+        self, run_id: str, *, outcome: str | None = None
+    ) -> AsyncIterator[CaseResult]:
+        """Every stored result of the run (optionally one outcome), page by page."""
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {"limit": 1000}
+            if outcome:
+                params["outcome"] = outcome
+            if cursor:
+                params["cursor"] = cursor
+            page = await self._request(
+                "GET", f"/eval-runs/{run_id}/results", ResultPage, params=params
+            )
+            for item in page.items:
+                yield item
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
 
     async def _request(self, method: str, path: str, shape: type[T], **kwargs: Any) -> T:
         try:

@@ -83,6 +83,8 @@ def settings(database_url: str, server_urls: ServerUrls) -> Settings:
         database_url=database_url,
         redis_url=server_urls.redis_url,
         queue_name=f"agentlasso:test:{uuid.uuid4().hex[:12]}",
+        secret_key="dGVzdC1rZXktZm9yLWFnZW50bGFzc28tMzItYnl0ZXM=",  # 32 fixed bytes, base64
+        allow_private_agents=True,
     )
 
 

@@ -20,34 +20,63 @@ REFUND_REPLY = {
 PROMISE_REPLY = {"output": "Refund coming, I guarantee it!", "tool_calls": []}
 
 
-def reply_for(request: dict[str, Any]) -> tuple[int, Any]:
-    """The status and JSON body the agent answers with, chosen by words in the input."""
+class Answer:
+    """A status, a body (bytes) and extra headers."""
+
+    def __init__(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        self.status = status
+        self.payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.headers = headers or {}
+
+
+def reply_for(server: FakeAgentServer, request: dict[str, Any]) -> Answer:
+    """What the agent answers, chosen by words in the input (see each branch)."""
     text = json.dumps(request.get("input", ""))
+    # Per case and trial: how many times this exact call was made before (for flaky answers).
+    key = f"{request.get('test_case_id')}:{request.get('trial')}:{request.get('run_id')}"
+    seen = server.count(key)
     if "crash" in text:
-        return 500, {"error": "boom"}
+        return Answer(500, {"error": "boom"})
+    if "flaky" in text and seen < 2:
+        return Answer(503, {"error": "try again"})
+    if "ratelimit" in text and seen < 1:
+        return Answer(429, {"error": "slow down"}, {"retry-after": "1"})
+    if "redirect" in text:
+        return Answer(302, b"", {"location": "http://127.0.0.1:9/elsewhere"})
+    if "huge" in text:
+        return Answer(200, b'{"output": "' + b"x" * (5 * 1024 * 1024) + b'"}')
+    if "garbage" in text:
+        return Answer(200, b"<html>not json")
     if "slow" in text:
         time.sleep(5)
     if "promise" in text:
-        return 200, PROMISE_REPLY
-    if "silent" in text:
-        return 200, {"tool_calls": []}
-    return 200, REFUND_REPLY
+        return Answer(200, PROMISE_REPLY)
+    if "silent" in text or "notools" in text:
+        return Answer(200, {"output": "Your refund is on its way: 3-5 business days."})
+    return Answer(200, REFUND_REPLY)
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: FakeAgentServer
 
+    protocol_version = "HTTP/1.1"  # keep-alive, as real agents serve
+
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         request = json.loads(self.rfile.read(length) or b"{}")
-        self.server.requests.append(request)
-        status, body = reply_for(request)
-        payload = json.dumps(body).encode()
-        self.send_response(status)
+        self.server.record(request, dict(self.headers))
+        if self.server.delay_s:
+            time.sleep(self.server.delay_s)
+        answer = reply_for(self.server, request)
+        self.send_response(answer.status)
         self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(payload)))
+        self.send_header("content-length", str(len(answer.payload)))
+        for name, value in answer.headers.items():
+            self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(payload)
+        # The caller may give up first (a body over its limit): nothing to do then.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.wfile.write(answer.payload)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the tests read the recorded requests instead."""
@@ -61,6 +90,25 @@ class FakeAgentServer(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.requests: list[dict[str, Any]] = []
+        self.arrivals: list[tuple[float, dict[str, Any]]] = []
+        self.headers_seen: list[dict[str, str]] = []
+        self.delay_s = 0.0
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def record(self, request: dict[str, Any], headers: dict[str, str]) -> None:
+        """Keep the request, when it came, and its headers."""
+        with self._lock:
+            self.requests.append(request)
+            self.arrivals.append((time.monotonic(), request))
+            self.headers_seen.append(headers)
+
+    def count(self, key: str) -> int:
+        """How many times `key` was counted before; counts this one."""
+        with self._lock:
+            seen = self._counts.get(key, 0)
+            self._counts[key] = seen + 1
+            return seen
 
     @property
     def url(self) -> str:

@@ -11,5 +11,5 @@ from workers.settings import WorkerSettings
 
 def run_worker(concurrency: int) -> int:
     """Run a worker until it is told to stop (SIGINT or SIGTERM)."""
-    run_arq_worker(cast(Any, WorkerSettings), max_jobs=concurrency)
+    run_arq_worker(cast(Any, WorkerSettings), ctx={"concurrency": concurrency})
     return 0

@@ -1,39 +1,93 @@
-"""arq's WorkerSettings: the job functions and the long-lived clients in the job context."""
+"""arq's WorkerSettings: the lane job, and the long-lived clients and duties of a worker."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 from typing import Any
+from uuid import UUID
 
 from arq.connections import RedisSettings
 
+from app.agents import AgentClient
 from app.config import load_settings
 from app.db.pool import create_pool
+from app.secrets_box import require_secret_key
+from app.services.lanes import run_lane as run_lane_service
+from app.services.worker_state import WorkerState
+from app.services.worker_upkeep import (
+    CANCEL_CHECK_S,
+    every,
+    reap,
+    send_heartbeat,
+    watch_cancellations,
+)
+
+DEFAULT_CONCURRENCY = 100
+# A chunk whose worker has not beaten for this long is taken to be dead and redone.
+STALE_AFTER_S = float(os.environ.get("AGENTLASSO_CHUNK_STALE_S") or 20)
+# A queued chunk whose job Redis lost is re-issued after this long.
+LOST_AFTER_S = 10.0
 
 
 async def startup(ctx: dict[str, Any]) -> None:
-    """Open the long-lived clients a job needs."""
-    settings = ctx["settings"] = load_settings()
-    ctx["pool"] = await create_pool(settings.database_url, min_size=1, max_size=4)
+    """Open the clients the lanes share and start the worker's background duties."""
+    settings = load_settings()
+    concurrency = int(ctx.get("concurrency") or DEFAULT_CONCURRENCY)
+    pool = await create_pool(settings.database_url, min_size=2, max_size=10)
+    agent_client = AgentClient(
+        max_connections=concurrency,
+        allow_private=settings.allow_private_agents,
+        max_body_bytes=settings.agent_max_body_bytes,
+        max_attempts=settings.agent_max_attempts,
+        retry_after_cap_s=settings.agent_retry_after_cap_s,
+    )
+    state = WorkerState(
+        settings=settings, pool=pool, redis=ctx["redis"], agent_client=agent_client,
+        secret_key=require_secret_key(settings), concurrency=concurrency,
+    )  # fmt: skip
+    ctx["state"] = state
+    ctx["duties"] = [
+        asyncio.create_task(every(STALE_AFTER_S / 4, lambda: send_heartbeat(state))),
+        asyncio.create_task(every(CANCEL_CHECK_S, lambda: watch_cancellations(state))),
+        asyncio.create_task(
+            every(STALE_AFTER_S / 4, lambda: reap(state, STALE_AFTER_S, LOST_AFTER_S))
+        ),
+    ]
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
-    """Close what startup opened."""
-    pool = ctx.get("pool")
-    if pool is not None:
-        await pool.close()
+    """Stop the duties and close what startup opened."""
+    for duty in ctx.get("duties", []):
+        duty.cancel()
+    state: WorkerState | None = ctx.get("state")
+    if state is not None:
+        await state.agent_client.aclose()
+        await state.pool.close()
 
 
-async def ping(_ctx: dict[str, Any]) -> str:
-    """A job that proves the worker is consuming its queue."""
-    return "pong"
+async def run_lane(ctx: dict[str, Any], run_id: str, chunk_no: int, job_id: str) -> int:
+    """The one job: work through a run's chunks from this one on."""
+    return await run_lane_service(ctx["state"], UUID(run_id), chunk_no, job_id)
 
 
 class WorkerSettings:
-    """One worker process; `agentlasso worker` overrides max_jobs and the queue."""
+    """One worker process; `agentlasso worker --concurrency N` sets its agent calls in flight."""
 
-    functions = (ping,)
+    functions = (run_lane,)
     on_startup = startup
     on_shutdown = shutdown
     redis_settings = RedisSettings.from_dsn(load_settings().redis_url)
     queue_name = load_settings().queue_name
     handle_signals = True
+    # Lanes are cheap coroutines; agent calls are bounded by the worker's own semaphore.
+    max_jobs = 1000
+    queue_read_limit = 1000
+    # Pick up new lanes quickly: a small run must not wait behind a poll interval.
+    poll_delay = 0.1
+    # PostgreSQL heartbeats find dead lanes; arq's own timeout only guards a hung job.
+    job_timeout = 7 * 24 * 3600
+    max_tries = 1000
+    keep_result = 60
+    # A lane's result is not needed; arq logs every job otherwise, which costs CPU.
+    log_results = False

@@ -2,40 +2,82 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from types import FrameType
+from typing import Any
 
 from litestar import Litestar, Router
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
-from redis.asyncio import Redis
 
+from app import queue
+from app.agents import AgentClient
+from app.api.agents import AgentController
 from app.api.auth import provide_project_id, require_api_key
 from app.api.datasets import DatasetController
+from app.api.demo_agent import demo_agent
 from app.api.health import health, ready
 from app.api.problems import EXCEPTION_HANDLERS
 from app.api.runs import RunController, RunResultsController
 from app.api.test_cases import DatasetTestCaseController, TestCaseController
 from app.config import Settings, load_settings
 from app.db.pool import create_pool
+from app.secrets_box import require_secret_key
+from app.services.run_watch import RunWatcher
 
 
 def _lifespan(settings: Settings):  # type: ignore[no-untyped-def]
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         app.state.settings = settings
+        app.state.secret_key = require_secret_key(settings)
         app.state.pool = await create_pool(
             settings.database_url, min_size=settings.db_pool_min, max_size=settings.db_pool_max
         )
-        app.state.redis = Redis.from_url(settings.redis_url)
+        app.state.redis = await queue.connect(settings.redis_url)
+        app.state.watcher = RunWatcher(settings.database_url, app.state.pool)
+        await app.state.watcher.start()
+        app.state.agent_client = AgentClient(
+            max_connections=20,
+            allow_private=settings.allow_private_agents,
+            max_body_bytes=settings.agent_max_body_bytes,
+            max_attempts=settings.agent_max_attempts,
+            retry_after_cap_s=settings.agent_retry_after_cap_s,
+        )
+        answer_waiters_on_stop_signals(app.state.watcher)
         try:
             yield
         finally:
+            await app.state.agent_client.aclose()
+            await app.state.watcher.stop()
             await app.state.redis.aclose()
             await app.state.pool.close()
 
     return lifespan
+
+
+def answer_waiters_on_stop_signals(watcher: RunWatcher) -> None:
+    """On SIGTERM or SIGINT, answer long-polls and end event streams before anything else.
+
+    uvicorn waits for open requests before it runs the lifespan's shutdown, so waking waiters
+    there would be too late: a long-poll would hold shutdown for its whole wait. Chaining onto
+    uvicorn's own handlers wakes them first, then lets uvicorn shut down as usual.
+    """
+    loop = asyncio.get_running_loop()
+    for number in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(number)
+        if not callable(previous):
+            continue  # not under a server that handles the signal (tests, embedding)
+
+        def chained(signum: int, frame: FrameType | None, previous: Any = previous) -> None:
+            loop.call_soon_threadsafe(watcher.shutdown)
+            previous(signum, frame)
+
+        signal.signal(number, chained)
 
 
 def api_router() -> Router:
@@ -43,6 +85,7 @@ def api_router() -> Router:
     return Router(
         path="/api/v1",
         route_handlers=[
+            AgentController,
             DatasetController,
             DatasetTestCaseController,
             TestCaseController,
@@ -59,7 +102,12 @@ def create_app(settings: Settings | None = None) -> Litestar:
     settings = settings or load_settings()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     return Litestar(
-        route_handlers=[health, ready, api_router()],
+        route_handlers=[
+            health,
+            ready,
+            api_router(),
+            *([demo_agent] if settings.demo_agent else []),
+        ],
         lifespan=[_lifespan(settings)],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         request_max_body_size=settings.max_body_bytes,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -11,6 +12,7 @@ import msgspec
 from litestar import Controller, Response, get, post
 from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
+from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from app.api.auth import ProjectId
 from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
@@ -19,10 +21,13 @@ from app.domain.results import CheckResult, UngradedItem
 from app.domain.test_cases import CaseInput, EvaluationType
 from app.errors import FieldError, InvalidInput
 from app.grading import plan_case
-from app.services import ci_results, runs
+from app.services import ci_results, runs, server_runs
 from app.services.ci_results import PostedResult
+from app.services.run_events import run_events
 from app.services.test_cases import content_from_row
 
+# Long-polls longer than this are refused (contract 5.3).
+MAX_WAIT_S = 120
 # Results come in batches; a batch of 10,000 cases with their replies fits well within this.
 MAX_RESULTS_BODY_BYTES = 32 * 1024 * 1024
 RunStatus = Literal[
@@ -89,10 +94,19 @@ class Run(RunGate, kw_only=True):
 
     dataset_id: str
     mode: Literal["ci", "server"]
+    agent_id: str | None
+    concurrency: int | None
     trials: int
     labels: dict[str, str] | None
     created_at: datetime
+    started_at: datetime | None
     finished_at: datetime | None
+
+
+class CreatedServerRun(Run, kw_only=True):
+    """The answer to starting a server-mode run: queued, the work not yet begun."""
+
+    total: int
 
 
 class CreatedCiRun(msgspec.Struct, kw_only=True):
@@ -200,13 +214,20 @@ def gate_fields(run: asyncpg.Record) -> dict[str, Any]:
 
 def run_out(run: asyncpg.Record) -> Run:
     """The API shape of a run row."""
-    return Run(
+    return Run(**_run_fields(run))
+
+
+def _run_fields(run: asyncpg.Record) -> dict[str, Any]:
+    return dict(
         **gate_fields(run),
         dataset_id=str(run["dataset_id"]),
         mode=run["mode"],
+        agent_id=None if run["agent_id"] is None else str(run["agent_id"]),
+        concurrency=run["concurrency"],
         trials=run["trials"],
         labels=run["labels"],
         created_at=run["created_at"],
+        started_at=run["started_at"],
         finished_at=run["finished_at"],
     )
 
@@ -255,6 +276,31 @@ def stored_result_out(row: asyncpg.Record) -> StoredResult:
     )
 
 
+async def _sse_messages(
+    first: tuple[str, asyncpg.Record | None],
+    rest: AsyncIterator[tuple[str, asyncpg.Record | None]],
+) -> AsyncIterator[ServerSentEventMessage]:
+    """Each event as an SSE message whose data is the run, as GET /eval-runs/{id} shows it."""
+    yield _message(*first)
+    async for kind, run in rest:
+        yield _message(kind, run)
+
+
+def _message(kind: str, run: asyncpg.Record | None) -> ServerSentEventMessage:
+    if run is None:
+        return ServerSentEventMessage(comment="keepalive")
+    return ServerSentEventMessage(event=kind, data=msgspec.json.encode(run_out(run)).decode())
+
+
+def _wait_s(wait_s: float | None) -> float:
+    if wait_s is None:
+        return 0.0
+    if not 0 <= wait_s <= MAX_WAIT_S:
+        detail = f"wait_s must be between 0 and {MAX_WAIT_S} seconds."
+        raise InvalidInput(detail, [FieldError(parameter="wait_s", detail=detail)])
+    return wait_s
+
+
 def _body_id(raw: str, pointer: str, what: str) -> UUID:
     try:
         return UUID(raw)
@@ -276,8 +322,8 @@ class RunController(Controller):
         project_id: ProjectId,
         data: JSONBody[RunCreate],
         idempotency_key: IdempotencyKey = None,
-    ) -> Response[CreatedCiRun]:
-        """Start a run; in CI mode the answer lists every case to send to your agent."""
+    ) -> Response[CreatedCiRun | CreatedServerRun]:
+        """Start a run: with agent_id the platform calls the agent, else your CI does."""
         request = runs.NewRun(
             dataset_id=_body_id(data.dataset_id, "/dataset_id", "dataset"),
             pass_threshold=data.pass_threshold,
@@ -288,6 +334,16 @@ class RunController(Controller):
             concurrency=data.concurrency,
             labels=data.labels,
         )
+        headers = {}
+        if request.agent_id is not None:
+            created = await server_runs.create_server_run(
+                state.pool, state.redis, state.settings.queue_name, project_id, request,
+                idempotency_key,
+            )  # fmt: skip
+            if created.replayed:
+                headers["idempotent-replayed"] = "true"
+            server_body = CreatedServerRun(**_run_fields(created.run), total=created.run["total"])
+            return Response(server_body, status_code=201, headers=headers)
         created = await runs.create_ci_run(state.pool, project_id, request, idempotency_key)
         cases = await runs.pinned_cases(state.pool, created.run["id"])
         body = CreatedCiRun(
@@ -297,7 +353,8 @@ class RunController(Controller):
             total=created.run["total"],
             test_cases=[run_test_case(row, created.data_context) for row in cases],
         )
-        headers = {"idempotent-replayed": "true"} if created.replayed else {}
+        if created.replayed:
+            headers["idempotent-replayed"] = "true"
         return Response(body, status_code=201, headers=headers)
 
     @get(operation_id="listRuns")
@@ -321,9 +378,27 @@ class RunController(Controller):
         )
 
     @get("/{run_id:str}", operation_id="getRun")
-    async def read(self, state: State, project_id: ProjectId, run_id: FromPath[str]) -> Run:
-        """A run's status, counts and gate."""
-        return run_out(await runs.get_run(state.pool, project_id, parse_id(run_id, "run")))
+    async def read(
+        self,
+        state: State,
+        project_id: ProjectId,
+        run_id: FromPath[str],
+        wait_s: FromQuery[float | None] = None,
+    ) -> Run:
+        """A run's status, counts and gate; with wait_s, as soon as it ends (or after wait_s)."""
+        run = await runs.wait_for_run(
+            state.pool, state.watcher, project_id, parse_id(run_id, "run"), _wait_s(wait_s)
+        )
+        return run_out(run)
+
+    @get("/{run_id:str}/events", operation_id="runEvents")
+    async def events(
+        self, state: State, project_id: ProjectId, run_id: FromPath[str]
+    ) -> ServerSentEvent:
+        """Server-Sent Events: `progress` as the run moves, then `final` with its gate."""
+        stream = run_events(state.pool, state.watcher, project_id, parse_id(run_id, "run"))
+        first = await anext(stream)  # a 404 for an unknown run, before the stream starts
+        return ServerSentEvent(_sse_messages(first, stream))
 
     @post("/{run_id:str}/cancel", operation_id="cancelRun", status_code=200)
     async def cancel(self, state: State, project_id: ProjectId, run_id: FromPath[str]) -> Run:

@@ -13,13 +13,16 @@ from app.db.pool import Connection, Executor
 RUN_COLUMNS = """
 id, project_id, dataset_id, seq, mode, status, pass_threshold, trials, labels,
 idempotency_key, request_hash, total, done, graded, passed, errored, no_checks,
-pass_rate, ci_pass, ci_fail_reason, created_at, updated_at, finished_at
+pass_rate, ci_pass, ci_fail_reason, created_at, updated_at, finished_at,
+agent_id, concurrency, case_count, chunk_size, started_at
 """
 
+# Values in this order: id, project_id, dataset_id, mode, status, pass_threshold, trials,
+# labels, idempotency_key, request_hash, agent_id, concurrency.
 _INSERT = f"""
 INSERT INTO eval_runs (id, project_id, dataset_id, mode, status, pass_threshold, trials,
-                       labels, idempotency_key, request_hash, total)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0)
+                       labels, idempotency_key, request_hash, agent_id, concurrency, total)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0)
 ON CONFLICT (project_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING {RUN_COLUMNS}
 """
@@ -35,8 +38,32 @@ FROM test_cases WHERE dataset_id = $2
 """
 
 _SET_TOTAL = f"""
-UPDATE eval_runs SET total = $2 * trials, updated_at = now() WHERE id = $1
+UPDATE eval_runs SET case_count = $2, total = $2 * trials, updated_at = now() WHERE id = $1
 RETURNING {RUN_COLUMNS}
+"""
+
+_SET_CHUNK_SIZE = "UPDATE eval_runs SET chunk_size = $2 WHERE id = $1"
+
+_BY_ID = f"SELECT {RUN_COLUMNS} FROM eval_runs WHERE id = $1"
+
+_LOCK_BY_ID = f"SELECT {RUN_COLUMNS} FROM eval_runs WHERE id = $1 FOR UPDATE"
+
+_MARK_RUNNING = """
+UPDATE eval_runs SET status = 'running', started_at = now(), updated_at = now()
+WHERE id = $1 AND status = 'queued'
+"""
+
+_STATUSES = "SELECT id, status FROM eval_runs WHERE id = ANY($1::uuid[])"
+
+_NOTIFY = "SELECT pg_notify('agentlasso_runs', $1)"
+
+_PINNED_AT_POSITIONS = """
+SELECT p.position, p.test_case_id, p.revision_id, r.input, r.checks_version, r.checks,
+       r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
+       r.description
+FROM eval_run_cases p
+JOIN test_case_revisions r ON r.id = p.revision_id
+WHERE p.run_id = $1 AND p.position = ANY($2::int[])
 """
 
 _GET = f"SELECT {RUN_COLUMNS} FROM eval_runs WHERE project_id = $1 AND id = $2"
@@ -112,6 +139,45 @@ async def pin_cases(connection: Connection, run_id: UUID, dataset_id: UUID) -> a
     )
     assert row is not None, "RETURNING always yields the row written"
     return row
+
+
+async def set_chunk_size(connection: Connection, run_id: UUID, chunk_size: int) -> None:
+    """Record how many items each chunk of a server-mode run holds."""
+    await connection.execute(_SET_CHUNK_SIZE, run_id, chunk_size)
+
+
+async def run_by_id(executor: Executor, run_id: UUID) -> asyncpg.Record | None:
+    """A run by id alone: for workers, which act for every project."""
+    row: asyncpg.Record | None = await executor.fetchrow(_BY_ID, run_id)
+    return row
+
+
+async def lock_run_by_id(connection: Connection, run_id: UUID) -> asyncpg.Record | None:
+    """A run by id, locked until the transaction ends (workers)."""
+    row: asyncpg.Record | None = await connection.fetchrow(_LOCK_BY_ID, run_id)
+    return row
+
+
+async def mark_running(executor: Executor, run_id: UUID) -> None:
+    """A queued run becomes running when its first chunk starts."""
+    await executor.execute(_MARK_RUNNING, run_id)
+
+
+async def statuses(executor: Executor, run_ids: list[UUID]) -> dict[UUID, str]:
+    """The status of each of these runs."""
+    return {row["id"]: row["status"] for row in await executor.fetch(_STATUSES, run_ids)}
+
+
+async def notify(executor: Executor, run_id: UUID, kind: str) -> None:
+    """Tell waiting API processes about a run (delivered when the transaction commits)."""
+    await executor.execute(_NOTIFY, f"{run_id} {kind}")
+
+
+async def pinned_at_positions(
+    executor: Executor, run_id: UUID, positions: list[int]
+) -> list[asyncpg.Record]:
+    """The pinned cases at these positions (1-based, in dataset order)."""
+    return list(await executor.fetch(_PINNED_AT_POSITIONS, run_id, positions))
 
 
 async def get_run(executor: Executor, project_id: UUID, run_id: UUID) -> asyncpg.Record | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from app.devstack.demo import DemoIds, seed_demo
 from app.devstack.ports import LOOPBACK, preferred_or_free_port
 from app.devstack.processes import ChildProcess, ServiceStartError, spawn, wait_until
 from app.devstack.services import EmbeddedServices, start_embedded_services
@@ -70,7 +71,7 @@ def _start_platform(
     database_url = services.database_url
     _apply_migrations(database_url)
     api_key = _dev_api_key(database_url, data_dir)
-    env = _child_env(services)
+    env = _child_env(services, _dev_secret_key(data_dir / "secret-key"))
     # Registered before the API so that the API, registered last, stops first.
     worker = _spawn_worker(env)
     running.callback(worker.stop)
@@ -78,7 +79,8 @@ def _start_platform(
     running.callback(api.stop)
     children = [api, worker, *services.children]
     _wait_for_api(base_url, children)
-    _print_banner(Platform(base_url, api_key, services))
+    demo = seed_demo(base_url, api_key, data_dir / "demo.json")
+    _print_banner(Platform(base_url, api_key, services), demo)
     return children
 
 
@@ -107,14 +109,32 @@ def _dev_api_key(database_url: str, data_dir: Path) -> str:
     return asyncio.run(ensure_dev_key(database_url, data_dir / "dev-api-key"))
 
 
-def _child_env(services: EmbeddedServices) -> dict[str, str]:
+def _dev_secret_key(key_file: Path) -> str:
+    """The key kept in `key_file`, created (readable by its owner only) on the first start."""
+    from app.secrets_box import generate_key
+
+    if key_file.exists():
+        return key_file.read_text(encoding="utf-8").strip()
+    key = generate_key()
+    descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(key + "\n")
+    logger.info("generated a secret key for agent headers in %s", key_file)
+    return key
+
+
+def _child_env(services: EmbeddedServices, secret_key: str) -> dict[str, str]:
     """The environment of the API and the worker."""
     return {
         **os.environ,
         "DATABASE_URL": services.database_url,
         "REDIS_URL": services.redis_url,
+        # Encrypts agent headers at rest; kept in the data directory so they stay readable.
+        "AGENTLASSO_SECRET_KEY": secret_key,
         # Agents under test usually run on this machine while developing.
         "AGENTLASSO_ALLOW_PRIVATE_AGENTS": "1",
+        # The API serves the demo support bot the seeded demo agent points at.
+        "AGENTLASSO_DEMO_AGENT": "1",
         "PYTHONUNBUFFERED": "1",
     }
 
@@ -163,13 +183,16 @@ def _answers_ready(base_url: str) -> bool:
         connection.close()
 
 
-def _print_banner(platform: Platform) -> None:
+def _print_banner(platform: Platform, demo: DemoIds) -> None:
     key, url = platform.api_key, platform.base_url
     lines = [
         "",
         f"AgentLasso is running at {url}",
         f"  API key:  {key}",
         f'  Try:      curl -H "x-api-key: {key}" {url}/api/v1/datasets',
+        "  Run the demo dataset against the demo support bot (one case fails on purpose):",
+        f"    AGENTLASSO_URL={url} AGENTLASSO_API_KEY={key} agentlasso run"
+        f" --dataset {demo.dataset_id} --agent {demo.agent_id} --wait",
     ]
     if platform.services.postgres_data_dir is not None:
         lines.append(f"  Database: {platform.services.database_url}")

@@ -17,6 +17,7 @@ from app.domain.results import CaseResult, JudgeVerdict
 from app.domain.test_cases import TestCaseContent
 from app.errors import Conflict, FieldError, InvalidInput, NotFound
 from app.grading import grade_case, judge_requests, observation_from_wire
+from app.services.result_rows import result_row
 from app.services.runs import store_gate
 from app.services.test_cases import content_from_row
 
@@ -76,24 +77,6 @@ def grade_posted(content: TestCaseContent, posted: PostedResult) -> CaseResult:
     if posted.agent_error is not None:
         observation = msgspec.structs.replace(observation, agent_error=posted.agent_error)
     return grade_case(content, observation, verdicts_for(content))
-
-
-def result_row(
-    run_id: UUID, revision_id: UUID, case_id: UUID, posted: PostedResult, result: CaseResult
-) -> tuple[Any, ...]:
-    """A case_results row in RESULT_COLUMNS order."""
-    outcome = "not_graded" if not result.graded else "passed" if result.pass_fail else "failed"
-    output_reported = posted.actual_output is not msgspec.UNSET
-    calls_reported = posted.actual_tool_calls is not msgspec.UNSET
-    return (
-        run_id, case_id, 1, revision_id, outcome, result.graded, result.pass_fail,
-        not result.check_results, posted.agent_error is not None, result.score,
-        result.partially_graded, result.judge_reasoning,
-        result.check_results, result.ungraded_items,
-        output_reported, posted.actual_output if output_reported else None,
-        calls_reported, posted.actual_tool_calls if calls_reported else None,
-        None, None, posted.agent_error,
-    )  # fmt: skip
 
 
 def _parse_case_ids(results: list[PostedResult]) -> tuple[list[UUID | None], list[UUID]]:
@@ -158,7 +141,13 @@ def _grade_batch(
         contents[case_id] = content
         result = grade_posted(content, posted)
         graded.append(GradedCase(test_case_id=posted.test_case_id, result=result))
-        rows.append(result_row(run_id, revision["revision_id"], case_id, posted, result))
+        rows.append(
+            result_row(
+                run_id, case_id, 1, revision["revision_id"], result,
+                actual_output=posted.actual_output, actual_tool_calls=posted.actual_tool_calls,
+                agent_error=posted.agent_error,
+            )
+        )  # fmt: skip
     return graded, rows
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import uuid
 from typing import Any
@@ -17,6 +18,7 @@ from app.db.pool import Connection
 from app.domain.results import Gate, RunCounts
 from app.errors import Conflict, FieldError, InvalidInput, NotFound
 from app.grading import decide_gate
+from app.services.run_watch import RunWatcher
 
 FINAL_STATUSES = frozenset({"completed", "cancelled", "failed"})
 
@@ -65,12 +67,6 @@ async def create_ci_run(
     pool: asyncpg.Pool, project_id: UUID, request: NewRun, idempotency_key: str | None
 ) -> CreatedRun:
     """Start a CI-mode run: pin the dataset's current revisions; the client posts results."""
-    if request.agent_id is not None:
-        # Server mode arrives with registered agents; until then no agent id can exist.
-        raise InvalidInput(
-            "No agent with this id in your project.",
-            [FieldError(pointer="/agent_id", detail="No agent with this id in your project.")],
-        )
     async with pool.acquire() as connection, connection.transaction():
         dataset = await dataset_rows.get_dataset(connection, project_id, request.dataset_id)
         if dataset is None:
@@ -89,17 +85,19 @@ async def create_ci_run(
             request.labels,
             idempotency_key,
             request_hash(request),
+            None,
+            None,
         )
         run = await run_rows.insert_run(connection, values)
         if run is None:
             assert idempotency_key is not None
-            return await _replay(connection, project_id, idempotency_key, request, dataset)
+            return await replay(connection, project_id, idempotency_key, request, dataset)
         run = await run_rows.pin_cases(connection, run["id"], request.dataset_id)
         run = await store_gate(connection, run)
     return CreatedRun(run=run, data_context=dataset["data_context"], replayed=False)
 
 
-async def _replay(
+async def replay(
     connection: Connection,
     project_id: UUID,
     idempotency_key: str,
@@ -184,3 +182,28 @@ def _cancelled_reason(gate: Gate) -> str:
     return "The run was cancelled before it finished." + (
         f" {gate.ci_fail_reason}" if gate.ci_fail_reason else ""
     )
+
+
+async def wait_for_run(
+    pool: asyncpg.Pool, watcher: RunWatcher, project_id: UUID, run_id: UUID, wait_s: float
+) -> asyncpg.Record:
+    """The run once it reaches a final status, or as it stands after `wait_s` seconds."""
+    run = await get_run(pool, project_id, run_id)
+    if run["status"] in FINAL_STATUSES or wait_s <= 0:
+        return run
+    async with watcher.subscribe(run_id) as events:
+        # Read again once subscribed: the run may have ended between the first read and now.
+        run = await get_run(pool, project_id, run_id)
+        deadline = asyncio.get_running_loop().time() + wait_s
+        while run["status"] not in FINAL_STATUSES:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                break
+            try:
+                event = await asyncio.wait_for(events.get(), remaining)
+            except TimeoutError:
+                break
+            if event.kind == "shutdown":
+                break
+            run = event.run or run
+    return run

@@ -266,12 +266,30 @@ def test_dev_serves_and_leaves_nothing_after_sigterm(
         assert http.get("/ready").status_code == 200
         created = http.post("/api/v1/datasets", json={"name": "smoke"})
         assert created.status_code == 201, created.text
+    demo = _run_the_printed_demo_command(run)
+    assert demo.returncode == 1, demo.stdout + demo.stderr  # one demo case fails on purpose
+    assert "20/20 done, 19 passed, 1 failed" in demo.stdout
+    assert "(tracking must not promise dates)" in demo.stdout
     # Backends opened for those requests are descendants too.
     started |= descendants(run.process.pid)
     assert len(started) >= 4, run.output()  # postgres, valkey, api, worker at least
 
     assert run.stop(signal.SIGTERM) == 0, run.output()
     assert still_alive(started) == set(), run.output()
+
+
+def _run_the_printed_demo_command(run: DevRun) -> subprocess.CompletedProcess[str]:
+    """The single `agentlasso run` command the banner printed, run as a user would paste it."""
+    line = next(line for line in run.output().splitlines() if " agentlasso run " in line)
+    words = line.split()
+    command_at = words.index("agentlasso")
+    # NAME=value words before the command, as a shell would read them.
+    env = {name: value for name, _, value in (word.partition("=") for word in words[:command_at])}
+    argv = words[command_at + 1 :]
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *argv], env={**os.environ, **env},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
 
 
 def test_children_die_when_dev_is_killed(

@@ -1,0 +1,205 @@
+"""/api/v1/agents: register, read, update, delete, and try an agent."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import asyncpg
+import msgspec
+from litestar import Controller, delete, get, patch, post
+from litestar.datastructures import State
+from litestar.params import FromPath, FromQuery, JSONBody
+
+from app.api.auth import ProjectId
+from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
+from app.domain.test_cases import CaseInput
+from app.services import agents as service
+
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+Url = Annotated[str, msgspec.Meta(min_length=1, max_length=2048)]
+Headers = Annotated[
+    dict[str, Annotated[str, msgspec.Meta(max_length=8192)]], msgspec.Meta(max_length=64)
+]
+TimeoutS = Annotated[float, msgspec.Meta(ge=1, le=300)]
+MaxConcurrency = Annotated[int, msgspec.Meta(ge=1, le=10_000)]
+SystemPrompt = Annotated[str, msgspec.Meta(max_length=200_000)]
+Tools = Annotated[list[dict[str, Any]], msgspec.Meta(max_length=1000)]
+
+
+class AgentCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A new agent; `headers` are write-only."""
+
+    name: Name
+    url: Url
+    headers: Headers | None = None
+    timeout_s: TimeoutS = 30.0
+    max_concurrency: MaxConcurrency | None = None
+    system_prompt: SystemPrompt | None = None
+    tools: Tools | None = None
+
+
+class AgentUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Fields to change; absent ones are kept, null clears, `headers` are replaced whole."""
+
+    name: Name | msgspec.UnsetType = msgspec.UNSET
+    url: Url | msgspec.UnsetType = msgspec.UNSET
+    headers: Headers | msgspec.UnsetType | None = msgspec.UNSET
+    timeout_s: TimeoutS | msgspec.UnsetType = msgspec.UNSET
+    max_concurrency: MaxConcurrency | msgspec.UnsetType | None = msgspec.UNSET
+    system_prompt: SystemPrompt | msgspec.UnsetType | None = msgspec.UNSET
+    tools: Tools | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class Agent(msgspec.Struct, kw_only=True):
+    """An agent as the API shows it: header names, never their values."""
+
+    id: str
+    name: str
+    url: str
+    header_names: list[str]
+    timeout_s: float
+    max_concurrency: int | None
+    system_prompt: str | None
+    tools: list[dict[str, Any]] | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class AgentPage(msgspec.Struct, kw_only=True):
+    """A page of agents."""
+
+    items: list[Agent]
+    next_cursor: str | None
+
+
+class InvokeRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """One free try of an agent."""
+
+    input: CaseInput
+    context: dict[str, Any] | None = None
+
+
+class InvokeResult(msgspec.Struct, kw_only=True):
+    """What the agent answered, as it sent it; `output` and `tool_calls` absent when it did not."""
+
+    output: Any = msgspec.UNSET
+    tool_calls: Any = msgspec.UNSET
+    error: str | None
+    attempts: int
+    latency_ms: int
+
+
+def agent_out(row: asyncpg.Record) -> Agent:
+    """The API shape of an agent row."""
+    return Agent(
+        id=str(row["id"]),
+        name=row["name"],
+        url=row["url"],
+        header_names=list(row["header_names"]),
+        timeout_s=row["timeout_s"],
+        max_concurrency=row["max_concurrency"],
+        system_prompt=row["system_prompt"],
+        tools=row["tools"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+class AgentController(Controller):
+    """Agents of the caller's project."""
+
+    path = "/agents"
+    tags = ("agents",)
+
+    @post(operation_id="createAgent")
+    async def create(
+        self, state: State, project_id: ProjectId, data: JSONBody[AgentCreate]
+    ) -> Agent:
+        """Register an agent (its URL must pass the address guard)."""
+        spec = service.AgentSpec(**msgspec.structs.asdict(data))
+        row = await service.create_agent(
+            state.pool,
+            state.secret_key,
+            project_id,
+            spec,
+            allow_private=state.settings.allow_private_agents,
+        )
+        return agent_out(row)
+
+    @get(operation_id="listAgents")
+    async def list(
+        self,
+        state: State,
+        project_id: ProjectId,
+        limit: FromQuery[int] = DEFAULT_LIMIT,
+        cursor: FromQuery[str | None] = None,
+    ) -> AgentPage:
+        """The project's agents, oldest first."""
+        limit = check_limit(limit)
+        rows = await service.list_agents(state.pool, project_id, decode_cursor(cursor), limit + 1)
+        return AgentPage(
+            items=[agent_out(row) for row in rows[:limit]],
+            next_cursor=next_cursor([row["seq"] for row in rows], limit),
+        )
+
+    @get("/{agent_id:str}", operation_id="getAgent")
+    async def read(self, state: State, project_id: ProjectId, agent_id: FromPath[str]) -> Agent:
+        """One agent."""
+        row = await service.get_agent(state.pool, project_id, parse_id(agent_id, "agent"))
+        return agent_out(row)
+
+    @patch("/{agent_id:str}", operation_id="updateAgent")
+    async def update(
+        self,
+        state: State,
+        project_id: ProjectId,
+        agent_id: FromPath[str],
+        data: JSONBody[AgentUpdate],
+    ) -> Agent:
+        """Change an agent; given headers replace the old ones, null removes them."""
+        changes = {
+            field: value
+            for field in data.__struct_fields__
+            if (value := getattr(data, field)) is not msgspec.UNSET
+        }
+        row = await service.update_agent(
+            state.pool,
+            state.secret_key,
+            project_id,
+            parse_id(agent_id, "agent"),
+            changes,
+            allow_private=state.settings.allow_private_agents,
+        )
+        return agent_out(row)
+
+    @delete("/{agent_id:str}", operation_id="deleteAgent")
+    async def remove(self, state: State, project_id: ProjectId, agent_id: FromPath[str]) -> None:
+        """Delete an agent."""
+        await service.delete_agent(state.pool, project_id, parse_id(agent_id, "agent"))
+
+    @post("/{agent_id:str}/invoke", operation_id="invokeAgent", status_code=200)
+    async def invoke(
+        self,
+        state: State,
+        project_id: ProjectId,
+        agent_id: FromPath[str],
+        data: JSONBody[InvokeRequest],
+    ) -> InvokeResult:
+        """Call the agent once; a failed call is a 200 whose `error` says why."""
+        result = await service.invoke_agent(
+            state.pool,
+            state.secret_key,
+            state.agent_client,
+            project_id,
+            parse_id(agent_id, "agent"),
+            data.input,
+            data.context,
+        )
+        return InvokeResult(
+            output=result.actual_output,
+            tool_calls=result.actual_tool_calls,
+            error=result.error,
+            attempts=len(result.attempts),
+            latency_ms=result.latency_ms,
+        )

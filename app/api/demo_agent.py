@@ -1,0 +1,16 @@
+"""The demo support bot of `agentlasso dev`, served by the API itself (never in production)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import post
+from litestar.params import Body
+
+from app.devstack.demo import DEMO_AGENT_PATH, demo_reply
+
+
+@post(DEMO_AGENT_PATH, operation_id="demoAgent", tags=["dev"], status_code=200)
+async def demo_agent(data: Any = Body()) -> dict[str, Any]:  # noqa: B008
+    """Answer as the demo support bot does (contract section 3's request and answer)."""
+    return demo_reply(data.get("input") if isinstance(data, dict) else None)

@@ -1,0 +1,166 @@
+"""Chunks of a server-mode run: who holds them, and which comes next."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import asyncpg
+
+from app.db.pool import Connection, Executor
+
+_CREATE = """
+INSERT INTO run_chunks (run_id, chunk_no)
+SELECT $1, chunk_no FROM generate_series(0, $2 - 1) AS chunk_no
+"""
+
+# Hands the next pending chunks of a run to the queue; SKIP LOCKED lets workers race safely.
+_QUEUE_NEXT = """
+UPDATE run_chunks c
+SET state = 'queued', enqueued_at = now(), attempt = c.attempt + 1,
+    job_id = 'chunk:' || c.run_id || ':' || c.chunk_no || ':' || (c.attempt + 1)
+WHERE (c.run_id, c.chunk_no) IN (
+    SELECT run_id, chunk_no FROM run_chunks
+    WHERE run_id = $1 AND state = 'pending'
+    ORDER BY chunk_no
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING c.run_id, c.chunk_no, c.job_id
+"""
+
+_CLAIM = """
+UPDATE run_chunks
+SET state = 'running', worker_id = $4, heartbeat_at = now()
+WHERE run_id = $1 AND chunk_no = $2 AND job_id = $3 AND state = 'queued'
+RETURNING chunk_no
+"""
+
+_FINISH = """
+UPDATE run_chunks SET state = 'done', finished_at = now(), heartbeat_at = NULL
+WHERE run_id = $1 AND chunk_no = $2 AND job_id = $3
+"""
+
+_HAND_BACK = """
+UPDATE run_chunks SET state = 'queued', worker_id = NULL, heartbeat_at = NULL
+WHERE run_id = $1 AND chunk_no = $2 AND job_id = $3 AND state = 'running'
+"""
+
+_HEARTBEAT = """
+UPDATE run_chunks SET heartbeat_at = now()
+WHERE worker_id = $1 AND state = 'running'
+  AND (run_id, chunk_no) IN (SELECT * FROM unnest($2::uuid[], $3::int[]))
+"""
+
+# A worker that stopped beating (SIGKILL, a lost host): its chunk goes back to the queue under
+# a new job id, so the dead worker's job, if arq ever re-runs it, can no longer claim it.
+_REQUEUE_STALE = """
+UPDATE run_chunks c
+SET state = 'queued', worker_id = NULL, heartbeat_at = NULL, enqueued_at = now(),
+    attempt = c.attempt + 1,
+    job_id = 'chunk:' || c.run_id || ':' || c.chunk_no || ':' || (c.attempt + 1)
+FROM eval_runs r
+WHERE r.id = c.run_id AND r.status IN ('queued', 'running')
+  AND c.state = 'running' AND c.heartbeat_at < now() - make_interval(secs => $1)
+  AND c.attempt < $2
+RETURNING c.run_id, c.chunk_no, c.job_id
+"""
+
+# A chunk that died this many times is not a dead worker's bad luck but a fault that will
+# recur: its run fails, saying so, instead of retrying forever.
+_FAIL_POISONED = """
+UPDATE eval_runs r
+SET status = 'failed', ci_pass = false, finished_at = now(), updated_at = now(),
+    ci_fail_reason = 'A part of this run failed ' || $2 || ' times in the workers; '
+                     'the run was stopped. The worker logs say why.'
+WHERE r.status IN ('queued', 'running') AND r.id IN (
+    SELECT run_id FROM run_chunks
+    WHERE state = 'running' AND attempt >= $2
+      AND heartbeat_at < now() - make_interval(secs => $1)
+)
+RETURNING r.id
+"""
+
+_QUEUED_BEFORE = """
+SELECT c.run_id, c.chunk_no, c.job_id
+FROM run_chunks c JOIN eval_runs r ON r.id = c.run_id
+WHERE c.state = 'queued' AND c.enqueued_at < now() - make_interval(secs => $1)
+  AND r.status IN ('queued', 'running')
+"""
+
+_REISSUE = """
+UPDATE run_chunks
+SET attempt = attempt + 1, enqueued_at = now(),
+    job_id = 'chunk:' || run_id || ':' || chunk_no || ':' || (attempt + 1)
+WHERE run_id = $1 AND chunk_no = $2 AND job_id = $3 AND state = 'queued'
+RETURNING run_id, chunk_no, job_id
+"""
+
+_UNFINISHED = "SELECT count(*) FROM run_chunks WHERE run_id = $1 AND state <> 'done'"
+
+
+async def create_chunks(connection: Connection, run_id: UUID, count: int) -> None:
+    """Rows for every chunk of a new run, all pending."""
+    await connection.execute(_CREATE, run_id, count)
+
+
+async def queue_next(connection: Connection, run_id: UUID, count: int) -> list[asyncpg.Record]:
+    """Mark up to `count` pending chunks queued; returns (run_id, chunk_no, job_id) to enqueue."""
+    return list(await connection.fetch(_QUEUE_NEXT, run_id, count))
+
+
+async def claim(
+    executor: Executor, run_id: UUID, chunk_no: int, job_id: str, worker_id: str
+) -> bool:
+    """Take a queued chunk for this job; False when another job owns it or it is done."""
+    return await executor.fetchval(_CLAIM, run_id, chunk_no, job_id, worker_id) is not None
+
+
+async def finish(connection: Connection, run_id: UUID, chunk_no: int, job_id: str) -> None:
+    """Mark a chunk done."""
+    await connection.execute(_FINISH, run_id, chunk_no, job_id)
+
+
+async def hand_back(executor: Executor, run_id: UUID, chunk_no: int, job_id: str) -> None:
+    """Return a chunk to the queue unfinished (a worker stopping politely)."""
+    await executor.execute(_HAND_BACK, run_id, chunk_no, job_id)
+
+
+async def heartbeat(executor: Executor, worker_id: str, held: list[tuple[UUID, int]]) -> None:
+    """Tell the reaper this worker still holds these chunks."""
+    await executor.execute(
+        _HEARTBEAT, worker_id, [run for run, _ in held], [chunk for _, chunk in held]
+    )
+
+
+async def requeue_stale(
+    connection: Connection, stale_after_s: float, max_attempts: int
+) -> list[asyncpg.Record]:
+    """Chunks whose worker stopped beating, re-issued under new job ids."""
+    return list(await connection.fetch(_REQUEUE_STALE, stale_after_s, max_attempts))
+
+
+async def fail_poisoned(
+    connection: Connection, stale_after_s: float, max_attempts: int
+) -> list[UUID]:
+    """Fail the runs of chunks that died `max_attempts` times; returns their ids."""
+    rows = await connection.fetch(_FAIL_POISONED, stale_after_s, max_attempts)
+    return [row["id"] for row in rows]
+
+
+async def queued_before(connection: Connection, age_s: float) -> list[asyncpg.Record]:
+    """Chunks queued for at least `age_s` seconds (their job may have been lost)."""
+    return list(await connection.fetch(_QUEUED_BEFORE, age_s))
+
+
+async def reissue(
+    connection: Connection, run_id: UUID, chunk_no: int, job_id: str
+) -> asyncpg.Record | None:
+    """Give a queued chunk whose job was lost a new job id."""
+    row: asyncpg.Record | None = await connection.fetchrow(_REISSUE, run_id, chunk_no, job_id)
+    return row
+
+
+async def unfinished_count(executor: Executor, run_id: UUID) -> int:
+    """How many chunks of the run are not done."""
+    count: int = await executor.fetchval(_UNFINISHED, run_id)
+    return count

@@ -1,0 +1,202 @@
+"""Registered agents: the address guard at registration, headers sealed at rest, a free try."""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import msgspec
+
+from app.agents import AgentCallResult, AgentClient, AgentTarget, check_agent_url
+from app.db import agents as rows
+from app.db.agents import AgentValues
+from app.errors import Conflict, FieldError, InvalidInput, NotFound
+from app.secrets_box import UnsealError, seal, unseal
+
+log = logging.getLogger("agentlasso.agents")
+
+_MISSING = "No agent with this id in your project."
+SANDBOX_SOURCE = "agentlasso-sandbox"
+
+# RFC 9110 token characters: anything else cannot be sent as a header name.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
+# Visible ASCII, spaces and tabs: no CR or LF to split the request, and what httpx can encode.
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
+# Set by the agent client itself: a user's value would break the call or its body cap.
+RESERVED_HEADERS = frozenset(
+    {"host", "content-length", "content-type", "transfer-encoding", "connection",
+     "accept-encoding", "te", "upgrade", "keep-alive"}
+)  # fmt: skip
+
+
+class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """What a project registers about an agent (headers in the clear, before sealing)."""
+
+    name: str
+    url: str
+    headers: dict[str, str] | None = None
+    timeout_s: float = 30.0
+    max_concurrency: int | None = None
+    system_prompt: str | None = None
+    tools: list[dict[str, Any]] | None = None
+
+
+async def create_agent(
+    pool: asyncpg.Pool, key: bytes, project_id: UUID, spec: AgentSpec, *, allow_private: bool
+) -> asyncpg.Record:
+    """Register an agent whose URL passed the address guard."""
+    headers = await _checked_input(spec.url, spec.headers, allow_private=allow_private)
+    # The id is chosen here because the sealed headers are bound to it.
+    agent_id = uuid.uuid4()
+    values = AgentValues(
+        name=spec.name,
+        url=spec.url,
+        headers_encrypted=seal_headers(key, agent_id, headers),
+        header_names=sorted(headers),
+        timeout_s=spec.timeout_s,
+        max_concurrency=spec.max_concurrency,
+        system_prompt=spec.system_prompt,
+        tools=spec.tools,
+    )
+    return await rows.insert_agent(pool, project_id, agent_id, values)
+
+
+async def get_agent(pool: asyncpg.Pool, project_id: UUID, agent_id: UUID) -> asyncpg.Record:
+    """The agent, or NotFound."""
+    row = await rows.get_agent(pool, project_id, agent_id)
+    if row is None:
+        raise NotFound(_MISSING)
+    return row
+
+
+async def list_agents(
+    pool: asyncpg.Pool, project_id: UUID, after_seq: int, limit: int
+) -> list[asyncpg.Record]:
+    """A page of the project's agents."""
+    return await rows.list_agents(pool, project_id, after_seq, limit)
+
+
+async def update_agent(
+    pool: asyncpg.Pool,
+    key: bytes,
+    project_id: UUID,
+    agent_id: UUID,
+    changes: dict[str, Any],
+    *,
+    allow_private: bool,
+) -> asyncpg.Record:
+    """Change the named fields, keeping the others; given headers replace the old ones whole."""
+    # Before the transaction: the guard resolves the host, which may take a while.
+    headers = await _checked_input(
+        changes.get("url"), changes.get("headers"), allow_private=allow_private
+    )
+    stored = {name: value for name, value in changes.items() if name != "headers"}
+    if "headers" in changes:
+        stored["headers_encrypted"] = seal_headers(key, agent_id, headers)
+        stored["header_names"] = sorted(headers)
+    async with pool.acquire() as connection, connection.transaction():
+        current = await rows.get_agent(connection, project_id, agent_id)
+        if current is None:
+            raise NotFound(_MISSING)
+        values = msgspec.structs.replace(rows.values_of(current), **stored)
+        row = await rows.update_agent(connection, project_id, agent_id, values)
+    assert row is not None
+    return row
+
+
+async def delete_agent(pool: asyncpg.Pool, project_id: UUID, agent_id: UUID) -> None:
+    """Delete an agent (runs that called it keep their results)."""
+    if not await rows.delete_agent(pool, project_id, agent_id):
+        raise NotFound(_MISSING)
+
+
+async def invoke_agent(
+    pool: asyncpg.Pool,
+    key: bytes,
+    client: AgentClient,
+    project_id: UUID,
+    agent_id: UUID,
+    agent_input: str | dict[str, Any],
+    context: dict[str, Any] | None,
+) -> AgentCallResult:
+    """Call the agent once, outside any run; its failure is in the result, not raised."""
+    target = agent_target(key, await get_agent(pool, project_id, agent_id))
+    body = {
+        "input": agent_input,
+        "source": SANDBOX_SOURCE,
+        "run_id": None,
+        "trial": 1,
+        "context": context or {},
+    }
+    return await client.call(target, body)
+
+
+def agent_target(key: bytes, row: asyncpg.Record) -> AgentTarget:
+    """Where and how to call the agent of this row, its headers unsealed."""
+    headers = open_headers(key, row)
+    return AgentTarget(url=row["url"], headers=headers, timeout_s=row["timeout_s"])
+
+
+def open_headers(key: bytes, row: asyncpg.Record) -> dict[str, str]:
+    """The agent's headers in the clear; Conflict when the server's key cannot open them."""
+    sealed: bytes | None = row["headers_encrypted"]
+    if sealed is None:
+        return {}
+    try:
+        plaintext = unseal(key, sealed, row["id"].bytes)
+    except UnsealError:
+        log.warning("agent %s: its headers cannot be opened with the current secret key", row["id"])
+        raise Conflict(
+            "This agent's headers were stored under another server secret key: "
+            "set them again with PATCH."
+        ) from None
+    headers: dict[str, str] = msgspec.json.decode(plaintext, type=dict[str, str])
+    return headers
+
+
+def seal_headers(key: bytes, agent_id: UUID, headers: dict[str, str]) -> bytes | None:
+    """The headers as one sealed JSON object bound to the agent; None when there are none."""
+    if not headers:
+        return None
+    return seal(key, msgspec.json.encode(headers), agent_id.bytes)
+
+
+async def _checked_input(
+    url: str | None, headers: dict[str, str] | None, *, allow_private: bool
+) -> dict[str, str]:
+    """The headers with lower-case names; InvalidInput naming every bad header and the URL."""
+    problems: list[FieldError] = []
+    if url is not None:
+        # The guard also refuses anything but http and https.
+        reason = await check_agent_url(url, allow_private=allow_private)
+        if reason:
+            problems.append(FieldError(pointer="/url", detail=reason))
+    normalized: dict[str, str] = {}
+    for name, value in (headers or {}).items():
+        problem = _header_problem(name, value, normalized)
+        if problem:
+            problems.append(FieldError(pointer=f"/headers/{_escape(name)}", detail=problem))
+        normalized[name.lower()] = value
+    if problems:
+        raise InvalidInput("The agent cannot be used as given.", problems)
+    return normalized
+
+
+def _header_problem(name: str, value: str, seen: dict[str, str]) -> str | None:
+    if not _HEADER_NAME.fullmatch(name):
+        return f"{name!r} is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)."
+    if name.lower() in RESERVED_HEADERS:
+        return f"{name!r} is set by AgentLasso itself and cannot be configured."
+    if name.lower() in seen:
+        return f"{name!r} is given twice (header names are case-insensitive)."
+    if not _HEADER_VALUE.fullmatch(value):
+        return "A header value may hold visible ASCII characters, spaces and tabs only."
+    return None
+
+
+def _escape(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")

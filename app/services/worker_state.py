@@ -1,0 +1,74 @@
+"""What one worker process shares between its lanes: clients, limits, and what it holds."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from uuid import UUID
+
+import asyncpg
+from arq.connections import ArqRedis
+
+from app.agents import AgentClient
+from app.config import Settings
+from app.services.agent_limits import AgentLimiter
+
+# Progress notifications per run from one worker, at most this often (NOTIFY is not free).
+PROGRESS_EVERY_S = 0.25
+
+
+class WorkerState:
+    """One per worker process, created at start-up and closed at shutdown."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        pool: asyncpg.Pool,
+        redis: ArqRedis,
+        agent_client: AgentClient,
+        secret_key: bytes,
+        concurrency: int,
+    ) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.redis = redis
+        self.agent_client = agent_client
+        self.secret_key = secret_key
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        # Agent calls in flight in this process, across all its lanes and runs.
+        self.calls = asyncio.Semaphore(concurrency)
+        self.limiter = AgentLimiter(redis, settings.queue_name)
+        # An agent slot is leased for the longest a call can take: every attempt and wait.
+        attempts = settings.agent_max_attempts
+        self.lease_s = (settings.agent_timeout_s + settings.agent_retry_after_cap_s) * attempts + 5
+        self.held: set[tuple[UUID, int]] = set()
+        self._cancelled: dict[UUID, asyncio.Event] = {}
+        self._last_progress: dict[UUID, float] = {}
+
+    def cancelled(self, run_id: UUID) -> asyncio.Event:
+        """Set when the run stops (cancelled or failed) while this worker works on it."""
+        return self._cancelled.setdefault(run_id, asyncio.Event())
+
+    def held_runs(self) -> list[UUID]:
+        """Runs this worker holds chunks of."""
+        return sorted({run_id for run_id, _ in self.held})
+
+    def forget_idle_runs(self) -> None:
+        """Drop per-run bookkeeping for runs this worker no longer holds."""
+        active = {run_id for run_id, _ in self.held}
+        for run_id in list(self._cancelled):
+            if run_id not in active:
+                del self._cancelled[run_id]
+        for run_id in list(self._last_progress):
+            if run_id not in active:
+                del self._last_progress[run_id]
+
+    def progress_due(self, run_id: UUID, now: float) -> bool:
+        """Whether to notify progress for the run now (and remember that it did)."""
+        if now - self._last_progress.get(run_id, 0.0) < PROGRESS_EVERY_S:
+            return False
+        self._last_progress[run_id] = now
+        return True

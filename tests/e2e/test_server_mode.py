@@ -1,0 +1,342 @@
+"""Server mode with real worker processes: the platform calls a registered agent for every case."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from typing import Any
+
+import asyncpg
+import httpx
+import msgspec
+
+from tests.e2e.conftest import WorkerProcesses
+from tests.fake_agent import FakeAgentServer
+from tests.perf.harness import free_port
+from tests.support import assert_problem, create_dataset
+
+CHECKS = [
+    {"type": "tool_called", "tool": "stripe.refund"},
+    {"type": "output_contains", "value": "3-5 business days"},
+]
+
+
+async def register_agent(client: httpx.AsyncClient, url: str, **fields: Any) -> str:
+    body = {"name": "support bot", "url": url, "headers": {"authorization": "Bearer s3cret"}}
+    response = await client.post("/api/v1/agents", json={**body, **fields})
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+async def dataset_of(client: httpx.AsyncClient, inputs: list[str]) -> str:
+    dataset = await create_dataset(client, data_context={"region": "eu"})
+    lines = b"".join(
+        msgspec.json.encode({"input": text, "checks": CHECKS}) + b"\n" for text in inputs
+    )
+    response = await client.post(
+        f"/api/v1/datasets/{dataset['id']}/test-cases/import",
+        content=lines,
+        headers={"content-type": "application/x-ndjson"},
+    )
+    assert response.status_code == 201, response.text
+    return str(dataset["id"])
+
+
+async def start_run(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
+    response = await client.post("/api/v1/eval-runs", json=body)
+    assert response.status_code == 201, response.text
+    run: dict[str, Any] = response.json()
+    return run
+
+
+async def wait_final(client: httpx.AsyncClient, run_id: str, wait_s: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = max(1, min(30, deadline - time.monotonic()))
+        run: dict[str, Any] = (
+            await client.get(f"/api/v1/eval-runs/{run_id}", params={"wait_s": left})
+        ).json()
+        if run["status"] in ("completed", "cancelled", "failed") or time.monotonic() > deadline:
+            return run
+
+
+async def all_results(client: httpx.AsyncClient, run_id: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        params: dict[str, Any] = {"limit": 1000, **({"cursor": cursor} if cursor else {})}
+        page = (await client.get(f"/api/v1/eval-runs/{run_id}/results", params=params)).json()
+        items += page["items"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return items
+
+
+async def test_the_happy_path(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    workers.start()
+    agent_id = await register_agent(client, fake_agent.url)
+    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(30)])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=10)
+    assert run["status"] == "queued" and run["total"] == 30 and run["mode"] == "server"
+
+    final = await wait_final(client, run["run_id"])
+    assert final["status"] == "completed", final
+    assert final["ci_pass"] is True and final["pass_rate"] == 1.0
+    assert final["counts"]["done"] == 30 and final["counts"]["passed"] == 30
+    assert len(fake_agent.requests) == 30
+    request = fake_agent.requests[0]
+    assert request["source"] == "agentlasso-test" and request["run_id"] == run["run_id"]
+    assert request["context"] == {"region": "eu"} and request["trial"] == 1
+    assert all(h.get("authorization") == "Bearer s3cret" for h in fake_agent.headers_seen)
+    results = await all_results(client, run["run_id"])
+    assert len(results) == 30
+    call = results[0]["agent_call"]
+    assert call["error"] is None and len(call["attempts"]) == 1
+    assert call["attempts"][0]["status"] == 200 and call["latency_ms"] >= 0
+
+
+async def test_agent_faults_are_each_cases_failure_with_the_reason(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    workers.start()
+    agent_id = await register_agent(client, fake_agent.url, timeout_s=1)
+    inputs = [
+        "refund ok", "flaky then fine", "ratelimit then fine", "redirect me", "huge answer",
+        "garbage answer", "notools here", "slow answer", "crash now",
+    ]  # fmt: skip
+    dataset_id = await dataset_of(client, inputs)
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id)
+    final = await wait_final(client, run["run_id"])
+    assert final["status"] == "completed"
+    cases = (await client.get(f"/api/v1/datasets/{dataset_id}/test-cases")).json()["items"]
+    input_of = {case["id"]: case["input"] for case in cases}
+    by_input = {input_of[r["test_case_id"]]: r for r in await all_results(client, run["run_id"])}
+    assert sorted(by_input) == sorted(inputs)
+    assert by_input["refund ok"]["pass_fail"] is True
+
+    flaky = by_input["flaky then fine"]["agent_call"]
+    assert [a["status"] for a in flaky["attempts"]] == [503, 503, 200]
+    assert by_input["flaky then fine"]["pass_fail"] is True
+
+    limited = by_input["ratelimit then fine"]["agent_call"]
+    assert [a["status"] for a in limited["attempts"]] == [429, 200]
+    assert limited["latency_ms"] >= 1000, "Retry-After: 1 was honoured"
+
+    def error_of(text: str) -> str:
+        result = by_input[text]
+        assert result["pass_fail"] is False and result["agent_call"]["error"]
+        return str(result["agent_call"]["error"])
+
+    assert "302" in error_of("redirect me") and "redirect" in error_of("redirect me")
+    assert len(by_input["redirect me"]["agent_call"]["attempts"]) == 1, "a 3xx is not retried"
+    assert "limit" in error_of("huge answer")
+    assert "JSON" in error_of("garbage answer")
+    assert "timed out" in error_of("slow answer")
+    assert "500" in error_of("crash now")
+    details = [c["detail"] for c in by_input["slow answer"]["check_results"]]
+    assert all("timed out" in detail for detail in details)
+
+    notools = by_input["notools here"]
+    assert "actual_tool_calls" not in notools, "not reported is left out, not shown as []"
+    assert "not reported" in notools["check_results"][0]["detail"]
+    assert final["counts"]["errored"] == 5
+
+
+async def test_connection_refused_is_reported_after_retries(
+    client: httpx.AsyncClient, workers: WorkerProcesses
+) -> None:
+    workers.start()
+    agent_id = await register_agent(client, f"http://127.0.0.1:{free_port()}/agent", timeout_s=2)
+    run = await start_run(
+        client, dataset_id=await dataset_of(client, ["refund"]), agent_id=agent_id
+    )
+    final = await wait_final(client, run["run_id"])
+    (result,) = await all_results(client, run["run_id"])
+    assert final["status"] == "completed" and final["ci_pass"] is False
+    assert len(result["agent_call"]["attempts"]) == 3
+    assert "connect" in result["agent_call"]["error"]
+
+
+async def test_a_worker_killed_mid_run_loses_and_doubles_nothing(
+    client: httpx.AsyncClient,
+    fake_agent: FakeAgentServer,
+    workers: WorkerProcesses,
+    database_url: str,
+) -> None:
+    fake_agent.delay_s = 0.02
+    pids = {workers.start(concurrency=50).pid, workers.start(concurrency=50).pid}
+    agent_id = await register_agent(client, fake_agent.url)
+    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(2000)])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=100)
+    connection = await asyncpg.connect(database_url)
+    try:
+        while (await client.get(f"/api/v1/eval-runs/{run['run_id']}")).json()["counts"][
+            "done"
+        ] < 300:
+            await asyncio.sleep(0.05)
+        # Kill a worker that holds a chunk right now (worker ids are host:pid:nonce).
+        holder = await connection.fetchval(
+            "SELECT worker_id FROM run_chunks WHERE run_id = $1 AND state = 'running' LIMIT 1",
+            run["run_id"],
+        )
+        doomed = int(holder.split(":")[1])
+        assert doomed in pids
+        os.kill(doomed, signal.SIGKILL)
+
+        final = await wait_final(client, run["run_id"], wait_s=120)
+        rows = await connection.fetchrow(
+            "SELECT count(*) AS n, count(DISTINCT test_case_id) AS cases,"
+            " count(*) FILTER (WHERE pass_fail) AS passed FROM case_results WHERE run_id = $1",
+            run["run_id"],
+        )
+        reissued = await connection.fetchval(
+            "SELECT count(*) FROM run_chunks WHERE run_id = $1 AND attempt > 1", run["run_id"]
+        )
+    finally:
+        await connection.close()
+    assert final["status"] == "completed", final
+    assert final["counts"]["done"] == 2000 and final["counts"]["passed"] == 2000
+    assert (rows["n"], rows["cases"], rows["passed"]) == (2000, 2000, 2000)
+    assert reissued >= 1, "the dead worker's chunk was found again and redone"
+
+
+async def test_cancel_stops_the_run_and_keeps_its_results(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    fake_agent.delay_s = 0.2
+    workers.start()
+    agent_id = await register_agent(client, fake_agent.url)
+    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(500)])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=10)
+    while (await client.get(f"/api/v1/eval-runs/{run['run_id']}")).json()["counts"]["done"] < 20:
+        await asyncio.sleep(0.1)
+    cancelled_at = time.monotonic()
+    answer = (await client.post(f"/api/v1/eval-runs/{run['run_id']}/cancel")).json()
+    assert answer["status"] == "cancelled"
+    await asyncio.sleep(1.5)
+    calls_then = len(fake_agent.requests)
+    await asyncio.sleep(3)
+    assert len(fake_agent.requests) == calls_then, "no agent call starts after the cancel"
+    assert time.monotonic() - cancelled_at < 5 + 1
+    final = (await client.get(f"/api/v1/eval-runs/{run['run_id']}")).json()
+    assert final["status"] == "cancelled" and final["ci_pass"] is False
+    stored = await all_results(client, run["run_id"])
+    assert 20 <= len(stored) == final["counts"]["done"] < 500
+
+
+async def test_trials_make_one_result_each(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    workers.start()
+    agent_id = await register_agent(client, fake_agent.url)
+    dataset_id = await dataset_of(client, ["refund a", "refund b", "promise c"])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, trials=3)
+    assert run["total"] == 9
+    final = await wait_final(client, run["run_id"])
+    assert final["counts"]["done"] == 9 and final["counts"]["passed"] == 6
+    results = await all_results(client, run["run_id"])
+    assert sorted(r["trial"] for r in results) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert final["pass_rate"] == 6 / 9
+
+
+async def test_idempotent_post_starts_one_run(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    workers.start()
+    agent_id = await register_agent(client, fake_agent.url)
+    body = {"dataset_id": await dataset_of(client, ["refund"] * 5), "agent_id": agent_id}
+    headers = {"Idempotency-Key": "deploy-77"}
+    first = await client.post("/api/v1/eval-runs", json=body, headers=headers)
+    again = await client.post("/api/v1/eval-runs", json=body, headers=headers)
+    assert first.json()["run_id"] == again.json()["run_id"]
+    await wait_final(client, first.json()["run_id"])
+    await asyncio.sleep(0.5)
+    assert len(fake_agent.requests) == 5
+
+
+async def test_long_poll_wakes_on_completion(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    fake_agent.delay_s = 0.5
+    workers.start()
+    agent_id = await register_agent(client, fake_agent.url)
+    run = await start_run(
+        client, dataset_id=await dataset_of(client, ["refund"] * 4), agent_id=agent_id
+    )
+    started = time.monotonic()
+    polled = await client.get(f"/api/v1/eval-runs/{run['run_id']}", params={"wait_s": 60})
+    waited = time.monotonic() - started
+    assert polled.json()["status"] == "completed"
+    assert waited < 30, "answered on completion, not at the end of the wait"
+    too_long = await client.get(f"/api/v1/eval-runs/{run['run_id']}", params={"wait_s": 121})
+    assert_problem(too_long, 422, parameter="wait_s")
+
+
+async def test_a_long_poll_on_an_unfinished_run_answers_after_wait_s(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer
+) -> None:
+    agent_id = await register_agent(client, fake_agent.url)
+    run = await start_run(
+        client, dataset_id=await dataset_of(client, ["refund"]), agent_id=agent_id
+    )
+    started = time.monotonic()
+    polled = await client.get(f"/api/v1/eval-runs/{run['run_id']}", params={"wait_s": 1})
+    assert polled.json()["status"] == "queued"  # no worker in this test
+    assert 0.9 <= time.monotonic() - started < 10
+
+
+async def test_server_sent_events_end_with_the_final_event(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    fake_agent.delay_s = 0.05
+    workers.start()
+    agent_id = await register_agent(client, fake_agent.url)
+    run = await start_run(
+        client,
+        dataset_id=await dataset_of(client, [f"refund {n}" for n in range(200)]),
+        agent_id=agent_id,
+        concurrency=20,
+    )
+    events: list[tuple[str, dict[str, Any]]] = []
+    async with client.stream("GET", f"/api/v1/eval-runs/{run['run_id']}/events") as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        kind = ""
+        async for line in stream.aiter_lines():
+            if line.startswith("event:"):
+                kind = line.split(":", 1)[1].strip()
+            elif line.startswith("data:"):
+                events.append((kind, msgspec.json.decode(line.split(":", 1)[1])))
+    assert events[-1][0] == "final"
+    assert events[-1][1]["status"] == "completed" and events[-1][1]["counts"]["done"] == 200
+    assert all(kind == "progress" for kind, _ in events[:-1])
+    done = [body["counts"]["done"] for _, body in events]
+    assert done == sorted(done)
+
+
+async def test_fairness_a_small_run_starts_within_seconds_of_a_large_one(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    workers.start(concurrency=200)
+    agent_id = await register_agent(client, fake_agent.url)
+    big = await start_run(
+        client,
+        dataset_id=await dataset_of(client, [f"refund {n}" for n in range(100_000)]),
+        agent_id=agent_id,
+        concurrency=200,
+    )
+    while (await client.get(f"/api/v1/eval-runs/{big['run_id']}")).json()["counts"]["done"] < 500:
+        await asyncio.sleep(0.1)
+    small_dataset = await dataset_of(client, [f"small {n}" for n in range(20)])
+    submitted = time.monotonic()
+    small = await start_run(client, dataset_id=small_dataset, agent_id=agent_id)
+    final = await wait_final(client, small["run_id"], wait_s=60)
+    first_call = min(
+        t for t, request in fake_agent.arrivals if request["run_id"] == small["run_id"]
+    )
+    await client.post(f"/api/v1/eval-runs/{big['run_id']}/cancel")
+    assert final["status"] == "completed"
+    assert first_call - submitted < 5, f"first call after {first_call - submitted:.2f} s"

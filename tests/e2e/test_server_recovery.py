@@ -1,0 +1,140 @@
+"""Server mode survives its parts stopping: SIGTERM, a Redis restart, a chunk failing again."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+
+import asyncpg
+import httpx
+import redis
+
+from app.config import Settings
+from app.devstack.valkey import valkey_binary
+from tests.e2e.conftest import WorkerProcesses
+from tests.e2e.test_server_mode import (
+    all_results,
+    dataset_of,
+    register_agent,
+    start_run,
+    wait_final,
+)
+from tests.fake_agent import FakeAgentServer
+from tests.perf.harness import api_process, free_port
+
+
+async def done_count(client: httpx.AsyncClient, run_id: str) -> int:
+    run = (await client.get(f"/api/v1/eval-runs/{run_id}")).json()
+    return int(run["counts"]["done"])
+
+
+async def test_sigterm_hands_back_in_flight_work(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    fake_agent.delay_s = 0.5
+    first = workers.start()
+    agent_id = await register_agent(client, fake_agent.url)
+    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(120)])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=20)
+    while await done_count(client, run["run_id"]) < 20:
+        await asyncio.sleep(0.05)
+    first.send_signal(signal.SIGTERM)
+    stopped_at = time.monotonic()
+    first.wait(timeout=30)
+    assert time.monotonic() - stopped_at < 15, "a SIGTERMed worker stops promptly"
+    stranded = await done_count(client, run["run_id"])
+    assert stranded < 120
+
+    workers.start()
+    final = await wait_final(client, run["run_id"], wait_s=90)
+    assert final["status"] == "completed" and final["counts"]["done"] == 120
+    assert len(await all_results(client, run["run_id"])) == 120
+
+
+@contextlib.contextmanager
+def private_redis(port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """A Redis (Valkey) of this test's own, keeping nothing on disk, on a fixed port."""
+    process = subprocess.Popen(
+        [str(valkey_binary()), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 10
+    while not _answers(port):
+        assert time.monotonic() < deadline, "the test's Redis did not start"
+        time.sleep(0.05)
+    try:
+        yield process
+    finally:
+        process.kill()
+        process.wait()
+
+
+def _answers(port: int) -> bool:
+    try:
+        return bool(redis.Redis(port=port, socket_timeout=0.5).ping())
+    except redis.RedisError:
+        return False
+
+
+async def test_a_redis_restart_mid_run_strands_nothing(
+    settings: Settings, api_key: str, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    fake_agent.delay_s = 0.05
+    port = free_port()
+    redis_url = f"redis://127.0.0.1:{port}/0"
+    env = {
+        "AGENTLASSO_QUEUE": settings.queue_name,
+        "AGENTLASSO_SECRET_KEY": settings.secret_key or "",
+        "AGENTLASSO_ALLOW_PRIVATE_AGENTS": "1",
+    }
+    with (
+        private_redis(port) as redis_server,
+        api_process(settings.database_url, redis_url, env) as (base_url, _pid),
+    ):
+        workers.start(redis_url=redis_url)
+        async with httpx.AsyncClient(base_url=base_url, headers={"x-api-key": api_key}) as client:
+            agent_id = await register_agent(client, fake_agent.url)
+            dataset_id = await dataset_of(client, [f"refund {n}" for n in range(600)])
+            run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=20)
+            while await done_count(client, run["run_id"]) < 100:
+                await asyncio.sleep(0.05)
+            redis_server.kill()  # everything queued in Redis is gone
+            redis_server.wait()
+            with private_redis(port):
+                final = await wait_final(client, run["run_id"], wait_s=120)
+                stored = await all_results(client, run["run_id"])
+    assert final["status"] == "completed", final
+    assert final["counts"]["done"] == 600 and len(stored) == 600
+    assert len({r["test_case_id"] for r in stored}) == 600
+
+
+async def test_a_chunk_that_keeps_failing_fails_its_run_with_the_reason(
+    client: httpx.AsyncClient,
+    fake_agent: FakeAgentServer,
+    workers: WorkerProcesses,
+    database_url: str,
+) -> None:
+    workers.start()
+    agent_id = await register_agent(client, fake_agent.url)
+    dataset_id = await dataset_of(client, ["refund a", "refund b"])
+    connection = await asyncpg.connect(database_url)
+    try:
+        # Stored content no grader can read: an internal fault, not an agent failure.
+        await connection.execute(
+            'UPDATE test_case_revisions SET checks = \'[{"type": "bogus"}]\'::jsonb'
+            " WHERE dataset_id = $1",
+            uuid.UUID(dataset_id),
+        )
+    finally:
+        await connection.close()
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id)
+    final = await wait_final(client, run["run_id"], wait_s=120)
+    assert final["status"] == "failed"
+    assert final["ci_pass"] is False
+    assert "failed 5 times" in final["ci_fail_reason"]
