@@ -137,3 +137,17 @@ async def anonymous(base_url: str) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client without a key."""
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
         yield http
+
+
+@pytest.fixture(scope="session")
+def api_process_url(settings: Settings) -> Iterator[str]:
+    """`agentlasso api` as a separate process on the test database, configured like the tests."""
+    from tests.perf.harness import api_process
+
+    env = {
+        "AGENTLASSO_SECRET_KEY": settings.secret_key or "",
+        "AGENTLASSO_ALLOW_PRIVATE_AGENTS": "1",
+        "AGENTLASSO_QUEUE": settings.queue_name,
+    }
+    with api_process(settings.database_url, settings.redis_url, env) as (url, _pid):
+        yield url

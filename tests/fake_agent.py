@@ -65,9 +65,10 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         request = json.loads(self.rfile.read(length) or b"{}")
         self.server.record(request, dict(self.headers))
-        if self.server.delay_s:
-            time.sleep(self.server.delay_s)
-        answer = reply_for(self.server, request)
+        with self.server.in_flight():
+            if self.server.delay_s:
+                time.sleep(self.server.delay_s)
+            answer = reply_for(self.server, request)
         self.send_response(answer.status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(answer.payload)))
@@ -94,6 +95,8 @@ class FakeAgentServer(ThreadingHTTPServer):
         self.headers_seen: list[dict[str, str]] = []
         self.delay_s = 0.0
         self._counts: dict[str, int] = {}
+        self.calls_in_flight = 0
+        self.most_in_flight = 0
         self._lock = threading.Lock()
 
     def record(self, request: dict[str, Any], headers: dict[str, str]) -> None:
@@ -102,6 +105,18 @@ class FakeAgentServer(ThreadingHTTPServer):
             self.requests.append(request)
             self.arrivals.append((time.monotonic(), request))
             self.headers_seen.append(headers)
+
+    @contextlib.contextmanager
+    def in_flight(self) -> Iterator[None]:
+        """Count this call as in flight while the block runs; `most_in_flight` keeps the peak."""
+        with self._lock:
+            self.calls_in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.calls_in_flight)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.calls_in_flight -= 1
 
     def count(self, key: str) -> int:
         """How many times `key` was counted before; counts this one."""

@@ -21,6 +21,7 @@ from app.api.auth import provide_project_id, require_api_key
 from app.api.datasets import DatasetController
 from app.api.demo_agent import demo_agent
 from app.api.health import health, ready
+from app.api.preview import PreviewController
 from app.api.problems import EXCEPTION_HANDLERS
 from app.api.runs import RunController, RunResultsController
 from app.api.test_cases import DatasetTestCaseController, TestCaseController
@@ -90,6 +91,7 @@ def api_router() -> Router:
             DatasetTestCaseController,
             TestCaseController,
             RunController,
+            PreviewController,
             RunResultsController,
         ],
         guards=[require_api_key],

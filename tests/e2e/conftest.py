@@ -12,21 +12,8 @@ import pytest
 
 from app.config import Settings
 from tests.fake_agent import FakeAgentServer, running_fake_agent
-from tests.perf.harness import api_process
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def api_process_url(settings: Settings) -> Iterator[str]:
-    """`agentlasso api` as a real process on the test database, configured like the tests."""
-    env = {
-        "AGENTLASSO_SECRET_KEY": settings.secret_key or "",
-        "AGENTLASSO_ALLOW_PRIVATE_AGENTS": "1",
-        "AGENTLASSO_QUEUE": settings.queue_name,
-    }
-    with api_process(settings.database_url, settings.redis_url, env) as (url, _pid):
-        yield url
 
 
 @pytest.fixture

@@ -340,3 +340,21 @@ async def test_fairness_a_small_run_starts_within_seconds_of_a_large_one(
     await client.post(f"/api/v1/eval-runs/{big['run_id']}/cancel")
     assert final["status"] == "completed"
     assert first_call - submitted < 5, f"first call after {first_call - submitted:.2f} s"
+
+
+async def test_an_agents_max_concurrency_holds_across_workers(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    fake_agent.delay_s = 0.1
+    workers.start()
+    workers.start()
+    agent_id = await register_agent(client, fake_agent.url, max_concurrency=3)
+    first = await dataset_of(client, [f"refund {n}" for n in range(40)])
+    second = await dataset_of(client, [f"refund {n}" for n in range(40)])
+    runs = [
+        await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=20)
+        for dataset_id in (first, second)
+    ]
+    finals = [await wait_final(client, run["run_id"]) for run in runs]
+    assert [final["counts"]["done"] for final in finals] == [40, 40]
+    assert fake_agent.most_in_flight == 3, "two runs, two workers, never more than 3 at once"

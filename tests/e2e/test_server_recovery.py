@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import subprocess
 import time
@@ -138,3 +139,46 @@ async def test_a_chunk_that_keeps_failing_fails_its_run_with_the_reason(
     assert final["status"] == "failed"
     assert final["ci_pass"] is False
     assert "failed 5 times" in final["ci_fail_reason"]
+
+
+async def test_on_sigterm_the_api_answers_waiters_and_closes_streams(
+    settings: Settings, api_key: str, fake_agent: FakeAgentServer
+) -> None:
+    env = {
+        "AGENTLASSO_QUEUE": settings.queue_name,
+        "AGENTLASSO_SECRET_KEY": settings.secret_key or "",
+        "AGENTLASSO_ALLOW_PRIVATE_AGENTS": "1",
+    }
+    with api_process(settings.database_url, settings.redis_url, env) as (base_url, pid):
+        async with httpx.AsyncClient(
+            base_url=base_url, headers={"x-api-key": api_key}, timeout=90
+        ) as client:
+            agent_id = await register_agent(client, fake_agent.url)
+            dataset_id = await dataset_of(client, ["refund"])
+            run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id)  # no worker
+
+            async def long_poll() -> tuple[dict[str, object], float]:
+                answer = await client.get(
+                    f"/api/v1/eval-runs/{run['run_id']}", params={"wait_s": 60}
+                )
+                return answer.json(), time.monotonic()
+
+            async def stream() -> tuple[list[str], float]:
+                events: list[str] = []
+                url = f"/api/v1/eval-runs/{run['run_id']}/events"
+                async with client.stream("GET", url) as response:
+                    async for line in response.aiter_lines():
+                        if line.startswith("event:"):
+                            events.append(line.split(":", 1)[1].strip())
+                return events, time.monotonic()
+
+            polling = asyncio.create_task(long_poll())
+            streaming = asyncio.create_task(stream())
+            await asyncio.sleep(1.0)
+            signalled = time.monotonic()
+            os.kill(pid, signal.SIGTERM)
+            (answer, answered), (events, closed) = await asyncio.gather(polling, streaming)
+    assert answer["status"] == "queued", "answered with the status as it stands"
+    assert answered - signalled < 3
+    assert events[0] == "progress" and events[-1] == "shutdown"
+    assert closed - signalled < 3

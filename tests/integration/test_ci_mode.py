@@ -10,6 +10,13 @@ import pytest
 from tests.conftest import new_project_key
 from tests.support import assert_problem, create_dataset
 
+
+@pytest.fixture
+def base_url(api_process_url: str) -> str:
+    """This loop runs against `agentlasso api` as its own process, as a CI job would meet it."""
+    return api_process_url
+
+
 REFUND_CHECKS = [
     {"type": "tool_called", "tool": "stripe.refund"},
     {"type": "output_contains", "value": "3-5 business days"},

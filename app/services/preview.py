@@ -1,0 +1,36 @@
+"""Grading a reply against a case's checks without storing anything (the rubric editor)."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from app.domain.results import CaseResult
+from app.domain.test_cases import TestCaseContent
+from app.grading import grade_case, observation_from_wire
+from app.services.ci_results import verdicts_for
+from app.services.test_cases import content_from_row, get_test_case, prepare_content
+
+
+def preview(content: TestCaseContent, actual_output: Any, actual_tool_calls: Any) -> CaseResult:
+    """The grade the case would get for this reply and these tool calls (UNSET: not reported)."""
+    observation = observation_from_wire(actual_output, actual_tool_calls)
+    return grade_case(content, observation, verdicts_for(content))
+
+
+async def preview_stored_case(
+    pool: asyncpg.Pool, project_id: UUID, test_case_id: UUID, actual_output: Any,
+    actual_tool_calls: Any,
+) -> CaseResult:  # fmt: skip
+    """The grade a stored case (its current revision) would give."""
+    row = await get_test_case(pool, project_id, test_case_id)
+    return preview(content_from_row(row), actual_output, actual_tool_calls)
+
+
+def preview_unsaved(
+    content: TestCaseContent, actual_output: Any, actual_tool_calls: Any
+) -> CaseResult:
+    """The grade checks not yet saved would give (ids assigned as a save would)."""
+    return preview(prepare_content(content), actual_output, actual_tool_calls)
