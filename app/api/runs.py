@@ -154,19 +154,11 @@ class AgentCall(msgspec.Struct, kw_only=True):
     error: str | None
 
 
-class StoredResult(msgspec.Struct, kw_only=True):
+class StoredResult(GradedResult, kw_only=True):
     """A stored case result, with what the agent did."""
 
-    test_case_id: str
     trial: int
     outcome: Outcome
-    graded: bool
-    pass_fail: bool
-    score: float | None
-    partially_graded: bool
-    judge_reasoning: str
-    check_results: tuple[CheckResult, ...]
-    ungraded_items: tuple[UngradedItem, ...]
     actual_output: Any = msgspec.UNSET
     actual_tool_calls: Any = msgspec.UNSET
     agent_call: AgentCall | None = None

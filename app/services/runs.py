@@ -67,6 +67,10 @@ async def create_ci_run(
     pool: asyncpg.Pool, project_id: UUID, request: NewRun, idempotency_key: str | None
 ) -> CreatedRun:
     """Start a CI-mode run: pin the dataset's current revisions; the client posts results."""
+    if request.trials != 1:
+        # A CI client posts one result per case: a run waiting for more could never complete.
+        detail = "trials are for runs where the platform calls the agent (with agent_id)."
+        raise InvalidInput(detail, [FieldError(pointer="/trials", detail=detail)])
     async with pool.acquire() as connection, connection.transaction():
         dataset = await dataset_rows.get_dataset(connection, project_id, request.dataset_id)
         if dataset is None:

@@ -295,6 +295,9 @@ async def test_bad_result_bodies(client: httpx.AsyncClient) -> None:
                    "pass_threshold": 1.5}), 422, pointer="/pass_threshold")  # fmt: skip
     assert_problem(await client.post("/api/v1/eval-runs", json={"dataset_id": "nope"}), 422,
                    pointer="/dataset_id")  # fmt: skip
+    dataset_id = await dataset_with_cases(client, refund_cases(1))
+    trials = await client.post("/api/v1/eval-runs", json={"dataset_id": dataset_id, "trials": 3})
+    assert_problem(trials, 422, pointer="/trials")
 
 
 async def test_a_results_body_over_the_limit_is_413(client: httpx.AsyncClient) -> None:
