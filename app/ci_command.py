@@ -58,14 +58,24 @@ async def _run(options: CiOptions) -> int:
               f"calling the agent {options.concurrency} at a time.")  # fmt: skip
         agent = _agent(options, http)
         answers = await _call_and_post(client, agent, run.run_id, run.test_cases, options)
-    if not answers:  # an empty dataset: ask for the gate once
-        async with AgentLassoClient(options.base_url, options.api_key) as client:
-            final = await client.get_run(run.run_id)
-        answers = [ResultsAnswer(run_id=final.run_id, status=final.status,
-                                 pass_rate=final.pass_rate, pass_threshold=final.pass_threshold,
-                                 ci_pass=final.ci_pass, ci_fail_reason=final.ci_fail_reason,
-                                 counts=final.counts)]  # fmt: skip
+        if not answers or answers[-1].status == "grading":
+            # An empty dataset, or verdicts still coming (a 202): follow the run to its end.
+            answers = [await _follow_to_end(client, run.run_id)]
     return _report(options, run.test_cases, answers, time.monotonic() - started)
+
+
+async def _follow_to_end(client: AgentLassoClient, run_id: str) -> ResultsAnswer:
+    """The run's gate once it ends, with every stored result."""
+    final = await client.get_run(run_id)
+    while final.status not in ("completed", "cancelled", "failed"):
+        final = await client.get_run(run_id, wait_s=30)
+    results = [result async for result in client.results(run_id)]
+    return ResultsAnswer(
+        run_id=final.run_id, status=final.status, pass_rate=final.pass_rate,
+        pass_threshold=final.pass_threshold, ci_pass=final.ci_pass,
+        ci_fail_reason=final.ci_fail_reason, counts=final.counts, results=results,
+        judge=final.judge,
+    )  # fmt: skip
 
 
 def _agent(options: CiOptions, http: httpx.AsyncClient) -> AgentCaller:
@@ -124,6 +134,8 @@ def _report(
     names = {case.test_case_id: case.description for case in cases if case.description}
     _print_results(results, names)
     print(reports.summary_line(final.counts, final.pass_rate, final.pass_threshold))
+    if (judge := reports.judge_line(final.judge)) is not None:
+        print(judge)
     verdict = "PASS" if final.ci_pass else f"FAIL: {final.ci_fail_reason}"
     print(f"CI gate: {verdict}")
     _write_reports(options, final, results, names, time_s)

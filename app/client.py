@@ -112,6 +112,18 @@ class Counts(msgspec.Struct, kw_only=True):
     errored: int = 0
 
 
+class JudgeUsage(msgspec.Struct, kw_only=True):
+    """What the AI judge did for a run, and what it cost."""
+
+    calls: int = 0
+    cached: int = 0
+    pending: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    stopped: str | None = None
+
+
 class ResultsAnswer(msgspec.Struct, kw_only=True):
     """The run's gate after a batch, and the batch's grades."""
 
@@ -123,6 +135,7 @@ class ResultsAnswer(msgspec.Struct, kw_only=True):
     ci_fail_reason: str | None
     counts: Counts
     results: list[CaseResult] = msgspec.field(default_factory=list)
+    judge: JudgeUsage = msgspec.field(default_factory=JudgeUsage)
 
 
 class Run(msgspec.Struct, kw_only=True):
@@ -136,6 +149,7 @@ class Run(msgspec.Struct, kw_only=True):
     ci_pass: bool
     ci_fail_reason: str | None
     counts: Counts
+    judge: JudgeUsage = msgspec.field(default_factory=JudgeUsage)
 
 
 class TestCase(msgspec.Struct, kw_only=True):
@@ -188,7 +202,8 @@ class AgentLassoClient:
         return await self._request("POST", "/eval-runs", CreatedRun, json=body, headers=headers)
 
     async def post_results(self, run_id: str, results: list[ResultToPost]) -> ResultsAnswer:
-        """Post a batch of results; the answer is graded."""
+        """Post a batch of results; the answer is graded (status `grading` and no results when
+        the server answered 202: the AI judge is still judging; follow the run)."""
         body = msgspec.json.encode({"run_id": run_id, "results": results})
         headers = {"content-type": "application/json"}
         return await self._request(

@@ -8,6 +8,12 @@ import msgspec
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/agentlasso"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_JUDGE_PRICES: dict[str, tuple[float, float]] = {
+    "claude-haiku-5-5": (0.10, 0.50),
+    "claude-sonnet-5-5": (2.0, 10.0),
+    "claude-opus-5-5": (4.0, 20.0),
+    "claude-haiku-4-5": (1.0, 5.0),
+}
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -33,6 +39,28 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     agent_retry_after_cap_s: float = 10.0
     # `agentlasso dev` only: the API also serves the demo support bot.
     demo_agent: bool = False
+    # The AI judge (contract section 6). No key: judge checks are not graded, no call is made.
+    anthropic_api_key: str | None = None
+    anthropic_base_url: str | None = None
+    judge_model: str = "claude-sonnet-5-5"
+    judge_timeout_s: float = 60.0
+    judge_max_attempts: int = 3
+    judge_retry_after_cap_s: float = 30.0
+    # Judge calls in flight across every worker process together.
+    judge_concurrency: int = 20
+    # Judge requests a minute across every worker process (0: no pacing). Set it a little
+    # under the API's own limit so the fleet is paced rather than answered 429.
+    judge_requests_per_minute: int = 0
+    # A SCORE within this many points of its floor is judged up to judge_repeats times.
+    judge_repeats: int = 3
+    judge_repeat_margin: int = 10
+    # How long POST /eval-run-results waits for verdicts before answering 202.
+    judge_wait_s: float = 25.0
+    judge_forced_tool_models: tuple[str, ...] = ("claude-haiku-4-5",)
+    # US dollars per million tokens, input and output (late 2026 list prices).
+    judge_prices: dict[str, tuple[float, float]] = msgspec.field(
+        default_factory=lambda: dict(DEFAULT_JUDGE_PRICES)
+    )
 
 
 def _int_env(name: str, default: int) -> int:
@@ -59,6 +87,26 @@ def _float_env(name: str, default: float) -> float:
         raise SystemExit(f"{name} must be a number, got {raw!r}") from exc
 
 
+def _list_env(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def _prices_env(name: str) -> dict[str, tuple[float, float]]:
+    """The built-in price table, with models from a JSON object {"model": [in, out]} on top."""
+    prices = dict(DEFAULT_JUDGE_PRICES)
+    raw = os.environ.get(name)
+    if raw:
+        try:
+            extra = msgspec.json.decode(raw, type=dict[str, tuple[float, float]])
+        except msgspec.DecodeError as exc:
+            raise SystemExit(f'{name} must be JSON like {{"model": [2.0, 10.0]}}: {exc}') from exc
+        prices.update(extra)
+    return prices
+
+
 def load_settings() -> Settings:
     """Settings from the environment, with local defaults for development."""
     return Settings(
@@ -77,4 +125,19 @@ def load_settings() -> Settings:
         agent_max_attempts=_int_env("AGENTLASSO_AGENT_MAX_ATTEMPTS", 3),
         agent_retry_after_cap_s=_float_env("AGENTLASSO_AGENT_RETRY_AFTER_CAP_S", 10.0),
         demo_agent=_bool_env("AGENTLASSO_DEMO_AGENT"),
+        anthropic_api_key=os.environ.get("ANTHROPIC_API_KEY") or None,
+        anthropic_base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
+        judge_model=os.environ.get("AGENTLASSO_JUDGE_MODEL") or "claude-sonnet-5-5",
+        judge_timeout_s=_float_env("AGENTLASSO_JUDGE_TIMEOUT_S", 60.0),
+        judge_max_attempts=_int_env("AGENTLASSO_JUDGE_MAX_ATTEMPTS", 3),
+        judge_retry_after_cap_s=_float_env("AGENTLASSO_JUDGE_RETRY_AFTER_CAP_S", 30.0),
+        judge_concurrency=_int_env("AGENTLASSO_JUDGE_CONCURRENCY", 20),
+        judge_requests_per_minute=_int_env("AGENTLASSO_JUDGE_RPM", 0),
+        judge_repeats=_int_env("AGENTLASSO_JUDGE_REPEATS", 3),
+        judge_repeat_margin=_int_env("AGENTLASSO_JUDGE_REPEAT_MARGIN", 10),
+        judge_wait_s=_float_env("AGENTLASSO_JUDGE_WAIT_S", 25.0),
+        judge_forced_tool_models=_list_env(
+            "AGENTLASSO_JUDGE_FORCED_TOOL_MODELS", ("claude-haiku-4-5",)
+        ),
+        judge_prices=_prices_env("AGENTLASSO_JUDGE_PRICES"),
     )

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from app.client import CaseResult, Counts
+from app.client import CaseResult, Counts, JudgeUsage
 
 # Characters XML 1.0 cannot carry: an agent's reply may contain any of them.
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -44,6 +44,18 @@ def summary_line(counts: Counts, pass_rate: float | None, threshold: float) -> s
         f"{counts.passed} passed, {counts.failed} failed, {counts.not_graded} not graded, "
         f"{counts.total - counts.done} without a result, of {counts.total} cases."
     )
+
+
+def judge_line(usage: JudgeUsage) -> str | None:
+    """The AI judge's share of the run, when it was asked anything."""
+    if not (usage.calls or usage.cached or usage.stopped):
+        return None
+    line = (
+        f"AI judge: {usage.calls} calls, {usage.cached} answered from the cache, "
+        f"{usage.input_tokens:,} input and {usage.output_tokens:,} output tokens, "
+        f"${usage.cost_usd:.4f}."
+    )
+    return f"{line} Stopped: {usage.stopped}" if usage.stopped else line
 
 
 def junit_xml(

@@ -126,6 +126,8 @@ def _report(
     if len(not_passed) > MAX_FAILURES_SHOWN:
         print(f"...and {len(not_passed) - MAX_FAILURES_SHOWN} more (see --junit).")
     print(reports.summary_line(run.counts, run.pass_rate, run.pass_threshold))
+    if (judge := reports.judge_line(run.judge)) is not None:
+        print(judge)
     print(f"CI gate: {'PASS' if run.ci_pass else f'FAIL: {run.ci_fail_reason}'}")
     _write_reports(options, run, results, time_s)
     if run.status == "failed":

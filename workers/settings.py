@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+from collections.abc import AsyncIterator
 from typing import Any
 from uuid import UUID
 
@@ -12,8 +14,12 @@ from arq.connections import RedisSettings
 from app.agents import AgentClient
 from app.config import load_settings
 from app.db.pool import create_pool
+from app.judge import JudgeClient
 from app.secrets_box import require_secret_key
+from app.services.judge_chunks import PgJudgeCache
+from app.services.judging import Judge, judge_settings
 from app.services.lanes import run_lane as run_lane_service
+from app.services.rate_pacer import RatePacer
 from app.services.worker_state import WorkerState
 from app.services.worker_upkeep import (
     CANCEL_CHECK_S,
@@ -46,6 +52,7 @@ async def startup(ctx: dict[str, Any]) -> None:
         settings=settings, pool=pool, redis=ctx["redis"], agent_client=agent_client,
         secret_key=require_secret_key(settings), concurrency=concurrency,
     )  # fmt: skip
+    state.judge = make_judge(state)
     ctx["state"] = state
     ctx["duties"] = [
         asyncio.create_task(every(STALE_AFTER_S / 4, lambda: send_heartbeat(state))),
@@ -56,6 +63,32 @@ async def startup(ctx: dict[str, Any]) -> None:
     ]
 
 
+def make_judge(state: WorkerState) -> Judge | None:
+    """The judge, its calls limited across every worker; None when no key is configured."""
+    settings = state.settings
+    if not settings.anthropic_api_key:
+        return None
+    if settings.judge_model not in settings.judge_prices:
+        raise SystemExit(
+            f"AGENTLASSO_JUDGE_MODEL {settings.judge_model!r} has no price: add it with "
+            "AGENTLASSO_JUDGE_PRICES='{\"<model>\": [input_usd, output_usd]}' (per million tokens)."
+        )
+    attempts = settings.judge_max_attempts
+    lease_s = (settings.judge_timeout_s + settings.judge_retry_after_cap_s) * attempts + 5
+
+    rpm = settings.judge_requests_per_minute
+    pacer = RatePacer(state.redis, f"{settings.queue_name}:judge-rate", rpm) if rpm else None
+
+    @contextlib.asynccontextmanager
+    async def slot() -> AsyncIterator[None]:
+        async with state.limiter.slot("judge", settings.judge_concurrency, lease_s):
+            if pacer is not None:
+                await pacer.turn()
+            yield
+
+    return Judge(JudgeClient(judge_settings(settings)), settings, PgJudgeCache(state.pool), slot)
+
+
 async def shutdown(ctx: dict[str, Any]) -> None:
     """Stop the duties and close what startup opened."""
     for duty in ctx.get("duties", []):
@@ -63,6 +96,8 @@ async def shutdown(ctx: dict[str, Any]) -> None:
     state: WorkerState | None = ctx.get("state")
     if state is not None:
         await state.agent_client.aclose()
+        if state.judge is not None:
+            await state.judge.client.aclose()
         await state.pool.close()
 
 

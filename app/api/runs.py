@@ -48,6 +48,8 @@ class RunCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     trials: Annotated[int, msgspec.Meta(ge=1, le=10)] = 1
     concurrency: Annotated[int, msgspec.Meta(ge=1, le=10_000)] | None = None
     labels: dict[str, Annotated[str, msgspec.Meta(max_length=500)]] | None = None
+    # false: ask the AI judge afresh even for a request it has answered before.
+    judge_cache: bool = True
 
 
 class RunTestCase(msgspec.Struct, kw_only=True):
@@ -77,6 +79,20 @@ class Counts(msgspec.Struct, kw_only=True):
     errored: int
 
 
+class JudgeUsage(msgspec.Struct, kw_only=True):
+    """What the AI judge did for a run, and what it cost (from the server's price table)."""
+
+    calls: int
+    cached: int
+    pending: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float
+    stopped: str | None
+
+
 class RunGate(msgspec.Struct, kw_only=True):
     """What every answer about a run says: its status, counts and CI gate."""
 
@@ -87,6 +103,7 @@ class RunGate(msgspec.Struct, kw_only=True):
     ci_pass: bool
     ci_fail_reason: str | None
     counts: Counts
+    judge: JudgeUsage
 
 
 class Run(RunGate, kw_only=True):
@@ -146,6 +163,12 @@ class ResultsAnswer(RunGate, kw_only=True):
     results: list[GradedResult]
 
 
+class StillJudging(RunGate, kw_only=True):
+    """202: the batch is stored but its verdicts are still coming; long-poll the run."""
+
+    detail: str
+
+
 class AgentCall(msgspec.Struct, kw_only=True):
     """The platform's call to the agent for a case (server mode)."""
 
@@ -155,10 +178,13 @@ class AgentCall(msgspec.Struct, kw_only=True):
 
 
 class StoredResult(GradedResult, kw_only=True):
-    """A stored case result, with what the agent did."""
+    """A stored case result, with what the agent did and what the AI judge said."""
 
     trial: int
     outcome: Outcome
+    # True while its AI judge checks wait for verdicts: the grade is provisional.
+    judge_pending: bool = False
+    judge: Any = None
     actual_output: Any = msgspec.UNSET
     actual_tool_calls: Any = msgspec.UNSET
     agent_call: AgentCall | None = None
@@ -201,6 +227,17 @@ def gate_fields(run: asyncpg.Record) -> dict[str, Any]:
         "ci_pass": run["ci_pass"],
         "ci_fail_reason": run["ci_fail_reason"],
         "counts": counts_out(run),
+        "judge": JudgeUsage(
+            calls=run["judge_calls"],
+            cached=run["judge_cached"],
+            pending=run["judge_pending"],
+            input_tokens=run["judge_input_tokens"],
+            output_tokens=run["judge_output_tokens"],
+            cache_read_tokens=run["judge_cache_read_tokens"],
+            cache_write_tokens=run["judge_cache_write_tokens"],
+            cost_usd=round(run["judge_cost_usd"], 6),
+            stopped=run["judge_stopped"],
+        ),
     }
 
 
@@ -248,6 +285,8 @@ def stored_result_out(row: asyncpg.Record) -> StoredResult:
         test_case_id=str(row["test_case_id"]),
         trial=row["trial"],
         outcome=row["outcome"],
+        judge_pending=row["judge_pending"],
+        judge=row["judge_records"],
         graded=row["graded"],
         pass_fail=row["pass_fail"],
         score=row["score"],
@@ -325,6 +364,7 @@ class RunController(Controller):
             trials=data.trials,
             concurrency=data.concurrency,
             labels=data.labels,
+            judge_cache=data.judge_cache,
         )
         headers = {}
         if request.agent_id is not None:
@@ -437,11 +477,21 @@ class RunResultsController(Controller):
     )
     async def post_results(
         self, state: State, project_id: ProjectId, data: JSONBody[ResultsPost]
-    ) -> ResultsAnswer:
-        """Grade a batch of results; the answer holds the run's gate and each case's grade."""
+    ) -> Response[ResultsAnswer | StillJudging]:
+        """Grade a batch; the answer holds the run's gate and each case's grade (202 when the
+        AI judge is still judging: long-poll the run)."""
         run_id = parse_id(data.run_id, "run")
-        batch = await ci_results.record_results(state.pool, project_id, run_id, data.results)
-        return ResultsAnswer(
+        batch = await ci_results.record_and_judge(
+            state.pool, state.redis, state.watcher, state.settings, project_id, run_id,
+            data.results, data.wait_s,
+        )  # fmt: skip
+        if batch.waiting:
+            detail = (
+                "The results are stored; the AI judge is still judging. Follow the run with "
+                f"GET /api/v1/eval-runs/{run_id}?wait_s=60, then read its results."
+            )
+            return Response(StillJudging(**gate_fields(batch.run), detail=detail), status_code=202)
+        answer = ResultsAnswer(
             **gate_fields(batch.run),
             results=[
                 GradedResult(
@@ -457,3 +507,4 @@ class RunResultsController(Controller):
                 for case in batch.graded
             ],
         )
+        return Response(answer, status_code=200)

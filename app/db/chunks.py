@@ -5,6 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import asyncpg
+import msgspec
 
 from app.db.pool import Connection, Executor
 
@@ -32,7 +33,19 @@ _CLAIM = """
 UPDATE run_chunks
 SET state = 'running', worker_id = $4, heartbeat_at = now()
 WHERE run_id = $1 AND chunk_no = $2 AND job_id = $3 AND state = 'queued'
-RETURNING chunk_no
+RETURNING kind, items
+"""
+
+# Judge chunks are numbered -1, -2, ... so they never collide with the run's agent chunks.
+_CREATE_JUDGE_CHUNK = """
+WITH numbered AS (
+    UPDATE eval_runs SET judge_chunks = judge_chunks + 1 WHERE id = $1 RETURNING judge_chunks
+)
+INSERT INTO run_chunks (run_id, chunk_no, kind, items, state, attempt, job_id, enqueued_at)
+SELECT $1, -n.judge_chunks, 'judge', $2, 'queued', 1,
+       'chunk:' || $1 || ':' || -n.judge_chunks || ':1', now()
+FROM numbered n
+RETURNING run_id, chunk_no, job_id
 """
 
 _FINISH = """
@@ -108,11 +121,30 @@ async def queue_next(connection: Connection, run_id: UUID, count: int) -> list[a
     return list(await connection.fetch(_QUEUE_NEXT, run_id, count))
 
 
+class Claimed(msgspec.Struct, frozen=True):
+    """A chunk this worker now holds: agent work, or the result rows awaiting verdicts."""
+
+    kind: str
+    seqs: list[int]
+
+
 async def claim(
     executor: Executor, run_id: UUID, chunk_no: int, job_id: str, worker_id: str
-) -> bool:
-    """Take a queued chunk for this job; False when another job owns it or it is done."""
-    return await executor.fetchval(_CLAIM, run_id, chunk_no, job_id, worker_id) is not None
+) -> Claimed | None:
+    """Take a queued chunk for this job; None when another job owns it or it is done."""
+    row = await executor.fetchrow(_CLAIM, run_id, chunk_no, job_id, worker_id)
+    if row is None:
+        return None
+    return Claimed(kind=row["kind"], seqs=list(row["items"] or []))
+
+
+async def create_judge_chunk(
+    connection: Connection, run_id: UUID, seqs: list[int]
+) -> asyncpg.Record:
+    """A queued judge chunk for these result rows; returns (run_id, chunk_no, job_id)."""
+    row: asyncpg.Record | None = await connection.fetchrow(_CREATE_JUDGE_CHUNK, run_id, seqs)
+    assert row is not None, "RETURNING always yields the row written"
+    return row
 
 
 async def finish(connection: Connection, run_id: UUID, chunk_no: int, job_id: str) -> None:

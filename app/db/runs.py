@@ -14,15 +14,18 @@ RUN_COLUMNS = """
 id, project_id, dataset_id, seq, mode, status, pass_threshold, trials, labels,
 idempotency_key, request_hash, total, done, graded, passed, errored, no_checks,
 pass_rate, ci_pass, ci_fail_reason, created_at, updated_at, finished_at,
-agent_id, concurrency, case_count, chunk_size, started_at
+agent_id, concurrency, case_count, chunk_size, started_at, judge_pending, judge_use_cache,
+judge_stopped, judge_calls, judge_cached, judge_input_tokens, judge_output_tokens,
+judge_cache_read_tokens, judge_cache_write_tokens, judge_cost_usd
 """
 
 # Values in this order: id, project_id, dataset_id, mode, status, pass_threshold, trials,
-# labels, idempotency_key, request_hash, agent_id, concurrency.
+# labels, idempotency_key, request_hash, agent_id, concurrency, judge_use_cache.
 _INSERT = f"""
 INSERT INTO eval_runs (id, project_id, dataset_id, mode, status, pass_threshold, trials,
-                       labels, idempotency_key, request_hash, agent_id, concurrency, total)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0)
+                       labels, idempotency_key, request_hash, agent_id, concurrency,
+                       judge_use_cache, total)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0)
 ON CONFLICT (project_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING {RUN_COLUMNS}
 """
@@ -102,7 +105,19 @@ WHERE p.run_id = $1 AND p.test_case_id = ANY($2::uuid[])
 _APPLY_COUNTS = f"""
 UPDATE eval_runs
 SET done = done + $2, graded = graded + $3, passed = passed + $4, errored = errored + $5,
-    no_checks = no_checks + $6, updated_at = now()
+    no_checks = no_checks + $6, judge_pending = judge_pending + $7, updated_at = now()
+WHERE id = $1
+RETURNING {RUN_COLUMNS}
+"""
+
+_ADD_JUDGE_USAGE = f"""
+UPDATE eval_runs
+SET judge_calls = judge_calls + $2, judge_cached = judge_cached + $3,
+    judge_input_tokens = judge_input_tokens + $4, judge_output_tokens = judge_output_tokens + $5,
+    judge_cache_read_tokens = judge_cache_read_tokens + $6,
+    judge_cache_write_tokens = judge_cache_write_tokens + $7,
+    judge_cost_usd = judge_cost_usd + $8,
+    judge_stopped = coalesce(judge_stopped, $9), updated_at = now()
 WHERE id = $1
 RETURNING {RUN_COLUMNS}
 """
@@ -216,10 +231,21 @@ async def pinned_cases_by_id(
     return list(await connection.fetch(_PINNED_CASES_BY_ID, run_id, test_case_ids))
 
 
+async def add_judge_usage(
+    connection: Connection, run_id: UUID, usage: Sequence[int | float], stopped: str | None
+) -> asyncpg.Record:
+    """Add (calls, cached, input, output, cache read, cache write tokens, cost) to the run."""
+    row: asyncpg.Record | None = await connection.fetchrow(
+        _ADD_JUDGE_USAGE, run_id, *usage, stopped
+    )
+    assert row is not None, "RETURNING always yields the row written"
+    return row
+
+
 async def apply_counts(
     connection: Connection, run_id: UUID, delta: Sequence[int]
 ) -> asyncpg.Record:
-    """Add (done, graded, passed, errored, no_checks) deltas to the run's counters."""
+    """Add (done, graded, passed, errored, no_checks, judge_pending) deltas to the counters."""
     row: asyncpg.Record | None = await connection.fetchrow(_APPLY_COUNTS, run_id, *delta)
     assert row is not None, "RETURNING always yields the row written"
     return row

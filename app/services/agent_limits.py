@@ -37,12 +37,14 @@ class AgentLimiter:
         self._acquire = redis.register_script(_ACQUIRE)
 
     @contextlib.asynccontextmanager
-    async def slot(self, agent_id: UUID, limit: int | None, lease_s: float) -> AsyncIterator[None]:
-        """Hold one of `limit` slots for the agent while the block runs (no limit: no wait)."""
+    async def slot(
+        self, holder: UUID | str, limit: int | None, lease_s: float
+    ) -> AsyncIterator[None]:
+        """Hold one of `limit` slots of an agent (or of the judge) while the block runs."""
         if limit is None:
             yield
             return
-        key = f"{self.prefix}:agent-slots:{agent_id}"
+        key = f"{self.prefix}:slots:{holder}"
         token = uuid.uuid4().hex
         await self._wait_for_slot(key, token, limit, lease_s)
         try:

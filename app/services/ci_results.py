@@ -2,26 +2,36 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Annotated, Any
 from uuid import UUID
 
 import asyncpg
 import msgspec
+from arq.connections import ArqRedis
 
+from app.config import Settings
 from app.db import case_results as result_rows
+from app.db import chunks as chunk_rows
 from app.db import runs as run_rows
 from app.db.case_results import RESULT_COLUMNS
 from app.db.pool import Connection
-from app.domain.results import CaseResult, JudgeVerdict
+from app.domain.results import CaseResult, CheckResult, UngradedItem
 from app.domain.test_cases import TestCaseContent
 from app.errors import Conflict, FieldError, InvalidInput, NotFound
-from app.grading import grade_case, judge_requests, observation_from_wire
+from app.grading import grade_case, observation_from_wire
+from app.services.judging import immediate_verdicts
 from app.services.result_rows import result_row
+from app.services.run_watch import RunEvent, RunWatcher
 from app.services.runs import store_gate
+from app.services.server_runs import enqueue_quietly
 from app.services.test_cases import content_from_row
 
-NO_JUDGE = "no judge is configured on this server."
+# A client may ask to wait longer than the server's default, up to this.
+MAX_JUDGE_WAIT_S = 120
+# Cases per judge chunk: small, so verdicts for a batch spread over the workers.
+JUDGE_CHUNK = 10
 
 
 class PostedResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -46,6 +56,10 @@ class RecordedBatch(msgspec.Struct, frozen=True, kw_only=True):
 
     run: Any  # asyncpg.Record
     graded: list[GradedCase]
+    # Judge chunks to enqueue once stored, for the cases whose judge checks wait for verdicts.
+    judge_work: list[Any] = msgspec.field(default_factory=list)
+    # The wait for verdicts ran out: the grades are provisional, the client long-polls the run.
+    waiting: bool = False
 
 
 def batch_problems(results: list[PostedResult]) -> list[FieldError]:
@@ -64,19 +78,15 @@ def batch_problems(results: list[PostedResult]) -> list[FieldError]:
     return problems
 
 
-def verdicts_for(content: TestCaseContent) -> Mapping[str, JudgeVerdict]:
-    """Judge verdicts for the case. No judge yet: every judge check is not graded, with why."""
-    return {
-        request.check_id: JudgeVerdict.unavailable(NO_JUDGE) for request in judge_requests(content)
-    }
-
-
-def grade_posted(content: TestCaseContent, posted: PostedResult) -> CaseResult:
-    """Grade one posted result against its pinned content."""
+def grade_posted(
+    content: TestCaseContent, posted: PostedResult, judge_configured: bool
+) -> tuple[CaseResult, bool]:
+    """Grade one posted result; True when its AI judge checks must wait for verdicts."""
     observation = observation_from_wire(posted.actual_output, posted.actual_tool_calls)
     if posted.agent_error is not None:
         observation = msgspec.structs.replace(observation, agent_error=posted.agent_error)
-    return grade_case(content, observation, verdicts_for(content))
+    verdicts, pending = immediate_verdicts(content, observation, judge_configured)
+    return grade_case(content, observation, verdicts), pending
 
 
 def _parse_case_ids(results: list[PostedResult]) -> tuple[list[UUID | None], list[UUID]]:
@@ -103,7 +113,11 @@ def _not_in_run(
 
 
 async def record_results(
-    pool: asyncpg.Pool, project_id: UUID, run_id: UUID, results: list[PostedResult]
+    pool: asyncpg.Pool,
+    project_id: UUID,
+    run_id: UUID,
+    results: list[PostedResult],
+    judge_configured: bool = False,
 ) -> RecordedBatch:
     """Grade and store a batch; a case posted again replaces its earlier result."""
     problems = batch_problems(results)
@@ -119,10 +133,12 @@ async def record_results(
         missing = _not_in_run(results, parsed, pinned)
         if missing:
             raise InvalidInput(f"{len(missing)} posted test case(s) are not in this run.", missing)
-        graded, rows = _grade_batch(run_id, results, parsed, pinned)
+        graded, rows = _grade_batch(run_id, results, parsed, pinned, judge_configured)
         async with connection.transaction():
-            run = await _store_batch(connection, project_id, run_id, case_ids, rows, graded)
-    return RecordedBatch(run=run, graded=graded)
+            run, judge_work = await _store_batch(
+                connection, project_id, run_id, case_ids, rows, graded
+            )
+    return RecordedBatch(run=run, graded=graded, judge_work=judge_work)
 
 
 def _grade_batch(
@@ -130,6 +146,7 @@ def _grade_batch(
     results: list[PostedResult],
     parsed: list[UUID | None],
     pinned: Mapping[UUID, Any],
+    judge_configured: bool,
 ) -> tuple[list[GradedCase], list[tuple[Any, ...]]]:
     graded: list[GradedCase] = []
     rows: list[tuple[Any, ...]] = []
@@ -139,13 +156,13 @@ def _grade_batch(
         revision = pinned[case_id]
         content = contents.get(case_id) or content_from_row(revision)
         contents[case_id] = content
-        result = grade_posted(content, posted)
+        result, pending = grade_posted(content, posted, judge_configured)
         graded.append(GradedCase(test_case_id=posted.test_case_id, result=result))
         rows.append(
             result_row(
                 run_id, case_id, 1, revision["revision_id"], result,
                 actual_output=posted.actual_output, actual_tool_calls=posted.actual_tool_calls,
-                agent_error=posted.agent_error,
+                agent_error=posted.agent_error, judge_pending=pending,
             )
         )  # fmt: skip
     return graded, rows
@@ -158,7 +175,7 @@ async def _store_batch(
     case_ids: list[UUID],
     rows: list[tuple[Any, ...]],
     graded: list[GradedCase],
-) -> asyncpg.Record:
+) -> tuple[asyncpg.Record, list[asyncpg.Record]]:
     # The run row lock serialises batches of one run, so the counter deltas stay exact.
     run = await run_rows.lock_run(connection, project_id, run_id)
     assert run is not None
@@ -168,10 +185,25 @@ async def _store_batch(
         raise Conflict("This run calls the agent itself (server mode); it takes no posted results.")
     replaced = await result_rows.delete_replaced(connection, run_id, 1, case_ids)
     await result_rows.copy_results(connection, rows)
-    errors_posted = sum(row[RESULT_COLUMNS.index("errored")] for row in rows)
+    column = RESULT_COLUMNS.index
+    errors_posted = sum(row[column("errored")] for row in rows)
+    pending_posted = sum(row[column("judge_pending")] for row in rows)
     delta = counter_delta([case.result for case in graded], errors_posted, replaced)
+    delta = (*delta, pending_posted - sum(old["judge_pending"] for old in replaced))
     run = await run_rows.apply_counts(connection, run_id, delta)
-    return await store_gate(connection, run)
+    judge_work = await _judge_chunks(connection, run_id, case_ids) if pending_posted else []
+    return await store_gate(connection, run), judge_work
+
+
+async def _judge_chunks(
+    connection: Connection, run_id: UUID, case_ids: list[UUID]
+) -> list[asyncpg.Record]:
+    """Judge chunks for the batch's results that wait for verdicts."""
+    seqs = await result_rows.pending_seqs(connection, run_id, case_ids)
+    return [
+        await chunk_rows.create_judge_chunk(connection, run_id, seqs[start : start + JUDGE_CHUNK])
+        for start in range(0, len(seqs), JUDGE_CHUNK)
+    ]
 
 
 def counter_delta(
@@ -185,3 +217,78 @@ def counter_delta(
     no_checks = sum(not r.check_results for r in new) - sum(old["no_checks"] for old in replaced)
     errored = errors_posted - sum(old["errored"] for old in replaced)
     return (len(new) - len(replaced), graded, passed, errored, no_checks)
+
+
+async def record_and_judge(
+    pool: asyncpg.Pool,
+    redis: ArqRedis,
+    watcher: RunWatcher,
+    settings: Settings,
+    project_id: UUID,
+    run_id: UUID,
+    results: list[PostedResult],
+    wait_s: float | None,
+) -> RecordedBatch:
+    """Record a batch; when its judge checks wait for verdicts, wait for them, bounded."""
+    batch = await record_results(
+        pool, project_id, run_id, results, judge_configured=bool(settings.anthropic_api_key)
+    )
+    if not batch.judge_work:
+        return batch
+    case_ids = [UUID(case.test_case_id) for case in batch.graded]
+    limit_s = settings.judge_wait_s if wait_s is None else min(wait_s, MAX_JUDGE_WAIT_S)
+    async with watcher.subscribe(run_id) as events:
+        # Subscribed before the work is queued, so no verdict can land unseen.
+        await enqueue_quietly(redis, settings.queue_name, batch.judge_work)
+        judged = await _verdicts_in(pool, events, run_id, case_ids, limit_s)
+    run = await run_rows.run_by_id(pool, run_id)
+    if not judged:
+        return RecordedBatch(run=run, graded=batch.graded, waiting=True)
+    rows = await result_rows.results_of_cases(pool, run_id, case_ids)
+    return RecordedBatch(run=run, graded=_graded_from_rows(rows, batch.graded))
+
+
+async def _verdicts_in(
+    pool: asyncpg.Pool,
+    events: asyncio.Queue[RunEvent],
+    run_id: UUID,
+    case_ids: list[UUID],
+    limit_s: float,
+) -> bool:
+    """Wait until none of these cases waits for the judge; False when time runs out first."""
+    deadline = asyncio.get_running_loop().time() + limit_s
+    while True:
+        async with pool.acquire() as connection:
+            if not await result_rows.pending_seqs(connection, run_id, case_ids):
+                return True
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            return False
+        try:
+            event = await asyncio.wait_for(events.get(), remaining)
+        except TimeoutError:
+            return False
+        if event.kind == "shutdown":
+            return False
+
+
+def _graded_from_rows(rows: list[asyncpg.Record], posted: list[GradedCase]) -> list[GradedCase]:
+    """The stored (judged) grades, in the order the cases were posted."""
+    by_id = {str(row["test_case_id"]): row for row in rows}
+    return [
+        GradedCase(test_case_id=case.test_case_id, result=case_result_of(by_id[case.test_case_id]))
+        for case in posted
+    ]
+
+
+def case_result_of(row: asyncpg.Record) -> CaseResult:
+    """A stored result row as the grading engine's CaseResult."""
+    return CaseResult(
+        score=row["score"],
+        pass_fail=row["pass_fail"],
+        graded=row["graded"],
+        partially_graded=row["partially_graded"],
+        judge_reasoning=row["judge_reasoning"],
+        check_results=msgspec.convert(row["check_results"], tuple[CheckResult, ...]),
+        ungraded_items=msgspec.convert(row["ungraded_items"], tuple[UngradedItem, ...]),
+    )

@@ -27,9 +27,11 @@ from app.db import runs as run_rows
 from app.db.pool import Connection
 from app.grading import grade_case, observation_from_wire
 from app.services.agents import agent_target
-from app.services.ci_results import verdicts_for
+from app.services.judge_chunks import judge_chunk
+from app.services.judging import immediate_verdicts
 from app.services.result_rows import result_row
 from app.services.runs import FINAL_STATUSES, store_gate
+from app.services.server_runs import enqueue_quietly
 from app.services.test_cases import content_from_row
 from app.services.worker_state import WorkerState
 
@@ -60,8 +62,12 @@ class Item(msgspec.Struct, frozen=True):
 
 async def run_lane(state: WorkerState, run_id: UUID, chunk_no: int, job_id: str) -> int:
     """Work through the run's chunks from this one until none is left; returns chunks done."""
-    if not await chunk_rows.claim(state.pool, run_id, chunk_no, job_id, state.worker_id):
+    claimed = await chunk_rows.claim(state.pool, run_id, chunk_no, job_id, state.worker_id)
+    if claimed is None:
         return 0  # a stale duplicate job, or the chunk is already done
+    if claimed.kind == "judge":
+        await judge_chunk(state, run_id, chunk_no, job_id, claimed.seqs)
+        return 1
     await run_rows.mark_running(state.pool, run_id)
     plan = await _plan(state, run_id)
     if plan is None:
@@ -174,19 +180,24 @@ async def _one(state: WorkerState, plan: RunPlan, item: Item) -> tuple[Any, ...]
     # The agent's slot first: waiting on it must not hold one of this worker's call slots.
     async with state.limiter.slot(plan.agent_id, plan.agent_limit, state.lease_s), state.calls:
         call = await state.agent_client.call(plan.target, body)
-    return _graded_row(plan.run_id, item, call)
+    return _graded_row(plan.run_id, item, call, judge_configured=state.judge is not None)
 
 
-def _graded_row(run_id: UUID, item: Item, call: AgentCallResult) -> tuple[Any, ...]:
+def _graded_row(
+    run_id: UUID, item: Item, call: AgentCallResult, *, judge_configured: bool
+) -> tuple[Any, ...]:
+    """The graded row; AI judge checks wait for a judge chunk when a judge is configured."""
     content = content_from_row(item.case)
     observation = observation_from_wire(call.actual_output, call.actual_tool_calls)
     if call.error is not None:
         observation = msgspec.structs.replace(observation, agent_error=call.error)
-    result = grade_case(content, observation, verdicts_for(content))
+    verdicts, pending = immediate_verdicts(content, observation, judge_configured)
+    result = grade_case(content, observation, verdicts)
     return result_row(
         run_id, item.case["test_case_id"], item.trial, item.case["revision_id"], result,
         actual_output=call.actual_output, actual_tool_calls=call.actual_tool_calls,
         agent_error=call.error, agent_latency_ms=call.latency_ms, agent_attempts=call.attempts,
+        judge_pending=pending,
     )  # fmt: skip
 
 
@@ -200,11 +211,16 @@ async def _store(
         assert run is not None
         inserted = await result_rows.insert_new(connection, rows)
         run = await run_rows.apply_counts(connection, run_id, _delta(inserted))
+        judging = [row["seq"] for row in inserted if row["judge_pending"]]
+        judge_work = (
+            [await chunk_rows.create_judge_chunk(connection, run_id, judging)] if judging else []
+        )
         await chunk_rows.finish(connection, run_id, chunk_no, job_id)
         following = await _next_chunk(state, connection, run)
         was_final = run["status"] in FINAL_STATUSES
         run = await store_gate(connection, run)
         await _notify(state, connection, run, became_final=not was_final)
+    await enqueue_quietly(state.redis, state.settings.queue_name, judge_work)
     return following
 
 
@@ -221,14 +237,15 @@ async def _next_chunk(
     return (chunk_no, job_id) if claimed else None
 
 
-def _delta(inserted: list[asyncpg.Record]) -> tuple[int, int, int, int, int]:
-    """(done, graded, passed, errored, no_checks) of the rows actually inserted."""
+def _delta(inserted: list[asyncpg.Record]) -> tuple[int, ...]:
+    """(done, graded, passed, errored, no_checks, judge_pending) of the rows inserted."""
     return (
         len(inserted),
         sum(row["graded"] for row in inserted),
         sum(row["graded"] and row["pass_fail"] for row in inserted),
         sum(row["errored"] for row in inserted),
         sum(row["no_checks"] for row in inserted),
+        sum(row["judge_pending"] for row in inserted),
     )
 
 

@@ -7,17 +7,20 @@ from uuid import UUID
 
 import asyncpg
 
-from app.domain.results import CaseResult
+from app.domain.results import CaseResult, JudgeVerdict
 from app.domain.test_cases import TestCaseContent
-from app.grading import grade_case, observation_from_wire
-from app.services.ci_results import verdicts_for
+from app.grading import grade_case, judge_requests, observation_from_wire
 from app.services.test_cases import content_from_row, get_test_case, prepare_content
+
+PREVIEW_NO_JUDGE = "previews do not call the AI judge; runs do"
 
 
 def preview(content: TestCaseContent, actual_output: Any, actual_tool_calls: Any) -> CaseResult:
     """The grade the case would get for this reply and these tool calls (UNSET: not reported)."""
     observation = observation_from_wire(actual_output, actual_tool_calls)
-    return grade_case(content, observation, verdicts_for(content))
+    unavailable = JudgeVerdict.unavailable(PREVIEW_NO_JUDGE)
+    verdicts = {request.check_id: unavailable for request in judge_requests(content, observation)}
+    return grade_case(content, observation, verdicts)
 
 
 async def preview_stored_case(

@@ -29,6 +29,7 @@ def result_row(
     agent_error: str | None,
     agent_latency_ms: int | None = None,
     agent_attempts: Any = None,
+    judge_pending: bool = False,
 ) -> tuple[Any, ...]:
     """The row in case_results.RESULT_COLUMNS order; UNSET output or calls were not reported."""
     output_reported = actual_output is not msgspec.UNSET
@@ -39,5 +40,5 @@ def result_row(
         result.partially_graded, result.judge_reasoning, result.check_results,
         result.ungraded_items, output_reported, actual_output if output_reported else None,
         calls_reported, actual_tool_calls if calls_reported else None, agent_latency_ms,
-        agent_attempts, agent_error,
+        agent_attempts, agent_error, judge_pending, None,
     )  # fmt: skip

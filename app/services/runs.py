@@ -32,6 +32,8 @@ class NewRun(msgspec.Struct, frozen=True, kw_only=True):
     trials: int = 1
     concurrency: int | None = None
     labels: dict[str, str] | None = None
+    # False: ask the judge afresh even when an identical request has a cached verdict.
+    judge_cache: bool = True
 
 
 class CreatedRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -59,8 +61,14 @@ def counts_of(run: asyncpg.Record) -> RunCounts:
 
 
 def gate_of(run: asyncpg.Record) -> Gate:
-    """The CI gate for a run row as it stands."""
-    return decide_gate(counts_of(run), run["pass_threshold"])
+    """The CI gate for a run row as it stands; never a pass while verdicts are awaited."""
+    gate = decide_gate(counts_of(run), run["pass_threshold"])
+    waiting = run["judge_pending"]
+    if not waiting or (gate.ci_fail_reason or "").startswith("Not every test case"):
+        return gate
+    noun = "case waits" if waiting == 1 else "cases wait"
+    reason = f"The AI judge has not finished: {waiting} {noun} for verdicts."
+    return Gate(pass_rate=gate.pass_rate, ci_pass=False, ci_fail_reason=reason)
 
 
 async def create_ci_run(
@@ -91,6 +99,7 @@ async def create_ci_run(
             request_hash(request),
             None,
             None,
+            request.judge_cache,
         )
         run = await run_rows.insert_run(connection, values)
         if run is None:
@@ -123,7 +132,8 @@ async def store_gate(connection: Connection, run: asyncpg.Record) -> asyncpg.Rec
     gate = gate_of(run)
     status = run["status"]
     if status not in FINAL_STATUSES and run["done"] == run["total"]:
-        status = "completed"
+        # Every result is in; the run ends when the judge's last verdict lands.
+        status = "grading" if run["judge_pending"] else "completed"
     return await run_rows.set_verdict(
         connection, run["id"], status, gate.pass_rate, gate.ci_pass, gate.ci_fail_reason
     )

@@ -52,14 +52,14 @@ async def create_server_run(
         values = (
             uuid.uuid4(), project_id, request.dataset_id, "server", "queued",
             request.pass_threshold, request.trials, request.labels, idempotency_key,
-            request_hash(request), request.agent_id, concurrency,
+            request_hash(request), request.agent_id, concurrency, request.judge_cache,
         )  # fmt: skip
         run = await run_rows.insert_run(connection, values)
         if run is None:
             assert idempotency_key is not None
             return await replay(connection, project_id, idempotency_key, request, dataset)
         run, lanes = await _plan_work(connection, run, request.dataset_id, concurrency)
-    await _enqueue(redis, queue_name, lanes)
+    await enqueue_quietly(redis, queue_name, lanes)
     return CreatedRun(run=run, data_context=dataset["data_context"], replayed=False)
 
 
@@ -78,13 +78,16 @@ async def _plan_work(
     return refreshed, first
 
 
-async def _enqueue(redis: ArqRedis, queue_name: str, lanes: list[asyncpg.Record]) -> None:
+async def enqueue_quietly(redis: ArqRedis, queue_name: str, lanes: list[asyncpg.Record]) -> None:
+    """Enqueue chunks already queued in PostgreSQL; if Redis is away, the reaper re-issues them."""
+    if not lanes:
+        return
     try:
         await queue.enqueue_lanes(
             redis, queue_name, [(row["run_id"], row["chunk_no"], row["job_id"]) for row in lanes]
         )
     except Exception:  # Redis away: the chunks are queued in PostgreSQL; the reaper re-issues
-        log.exception("could not enqueue the first lanes; the reaper will re-issue them")
+        log.exception("could not enqueue %d chunk(s); the reaper will re-issue them", len(lanes))
 
 
 async def _dataset(connection: Connection, project_id: UUID, dataset_id: UUID) -> asyncpg.Record:

@@ -14,6 +14,7 @@ from arq.connections import ArqRedis
 from app.agents import AgentClient
 from app.config import Settings
 from app.services.agent_limits import AgentLimiter
+from app.services.judging import Judge
 
 # Progress notifications per run from one worker, at most this often (NOTIFY is not free).
 PROGRESS_EVERY_S = 0.25
@@ -31,11 +32,14 @@ class WorkerState:
         agent_client: AgentClient,
         secret_key: bytes,
         concurrency: int,
+        judge: Judge | None = None,
     ) -> None:
         self.settings = settings
         self.pool = pool
         self.redis = redis
         self.agent_client = agent_client
+        # None when no judge is configured: judge checks are then not graded, never called.
+        self.judge = judge
         self.secret_key = secret_key
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         # Agent calls in flight in this process, across all its lanes and runs.
@@ -45,6 +49,8 @@ class WorkerState:
         attempts = settings.agent_max_attempts
         self.lease_s = (settings.agent_timeout_s + settings.agent_retry_after_cap_s) * attempts + 5
         self.held: set[tuple[UUID, int]] = set()
+        # Runs whose judge key was refused, seen by this worker before the run row says so.
+        self.judge_stopped: dict[UUID, str] = {}
         self._cancelled: dict[UUID, asyncio.Event] = {}
         self._last_progress: dict[UUID, float] = {}
 

@@ -31,7 +31,10 @@ class WorkerProcesses:
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def start(
-        self, concurrency: int = 100, redis_url: str | None = None
+        self,
+        concurrency: int = 100,
+        redis_url: str | None = None,
+        extra_env: dict[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
         env = {
             **os.environ,
@@ -42,6 +45,7 @@ class WorkerProcesses:
             "AGENTLASSO_ALLOW_PRIVATE_AGENTS": "1",
             # Dead workers are found after 3 s here, so the crash test does not wait 20 s.
             "AGENTLASSO_CHUNK_STALE_S": "3",
+            **(extra_env or {}),
         }
         process = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "worker", "--concurrency", str(concurrency)],

@@ -1,0 +1,237 @@
+"""The AI judge in both modes, against a fake Anthropic API: verdicts, 202, cache, outages."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from app.config import Settings
+from tests.e2e.conftest import WorkerProcesses
+from tests.e2e.test_server_mode import all_results, register_agent, start_run, wait_final
+from tests.fake_agent import FakeAgentServer
+from tests.fake_anthropic import (
+    FAKE_API_KEY,
+    FakeAnthropic,
+    failed,
+    scored,
+    server_error,
+)
+from tests.perf.harness import api_process
+from tests.support import create_dataset
+
+JUDGE_CHECKS = [
+    {"type": "output_contains", "value": "refund"},
+    {"type": "llm_judge", "criterion": "States the refund amount"},
+]
+
+
+@pytest.fixture
+def anthropic() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as fake:
+        yield fake
+
+
+def judge_env(settings: Settings, fake: FakeAnthropic, key: str = FAKE_API_KEY) -> dict[str, str]:
+    return {
+        "AGENTLASSO_QUEUE": settings.queue_name,
+        "AGENTLASSO_SECRET_KEY": settings.secret_key or "",
+        "AGENTLASSO_ALLOW_PRIVATE_AGENTS": "1",
+        "ANTHROPIC_API_KEY": key,
+        "ANTHROPIC_BASE_URL": fake.base_url,
+        "AGENTLASSO_JUDGE_MODEL": "claude-sonnet-5-5",
+        "AGENTLASSO_JUDGE_RETRY_AFTER_CAP_S": "1",
+        "AGENTLASSO_JUDGE_TIMEOUT_S": "5",
+    }
+
+
+@contextlib.asynccontextmanager
+async def judging_platform(
+    settings: Settings, api_key: str, workers: WorkerProcesses, env: dict[str, str]
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An API process and a worker, both with the judge configured; a client of the API."""
+    with api_process(settings.database_url, settings.redis_url, env) as (base_url, _pid):
+        workers.start(extra_env=env)
+        async with httpx.AsyncClient(
+            base_url=base_url, headers={"x-api-key": api_key}, timeout=120
+        ) as client:
+            yield client
+
+
+async def judged_dataset(client: httpx.AsyncClient, cases: list[dict[str, Any]]) -> str:
+    dataset = await create_dataset(client, data_context={"currency": "EUR"})
+    for case in cases:
+        created = await client.post(f"/api/v1/datasets/{dataset['id']}/test-cases", json=case)
+        assert created.status_code == 201, created.text
+    return str(dataset["id"])
+
+
+async def ci_run_with(
+    client: httpx.AsyncClient, dataset_id: str, reply: str, **run: Any
+) -> httpx.Response:
+    created = (
+        await client.post("/api/v1/eval-runs", json={"dataset_id": dataset_id, **run})
+    ).json()
+    results = [
+        {"test_case_id": case["test_case_id"], "actual_output": reply, "actual_tool_calls": []}
+        for case in created["test_cases"]
+    ]
+    return await client.post(
+        "/api/v1/eval-run-results", json={"run_id": created["run_id"], "results": results}
+    )
+
+
+async def test_ci_mode_waits_for_verdicts_and_answers_with_them(
+    settings: Settings, api_key: str, workers: WorkerProcesses, anthropic: FakeAnthropic
+) -> None:
+    async with judging_platform(
+        settings, api_key, workers, judge_env(settings, anthropic)
+    ) as client:
+        dataset_id = await judged_dataset(client, [{"input": "refund?", "checks": JUDGE_CHECKS}])
+        response = await ci_run_with(client, dataset_id, "Your refund of 20 EUR is on its way.")
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        result = answer["results"][0]
+        judge = result["check_results"][1]
+        assert judge["status"] == "passed" and judge["reasoning"]
+        assert result["pass_fail"] is True and answer["ci_pass"] is True
+        assert answer["status"] == "completed"
+        run = (await client.get(f"/api/v1/eval-runs/{answer['run_id']}")).json()
+        assert run["judge"]["calls"] == 1 and run["judge"]["cost_usd"] > 0
+        (stored,) = await all_results(client, answer["run_id"])
+        record = stored["judge"][0]
+        assert record["model"] == "claude-sonnet-5-5" and record.get("cached") is not True
+        assert record["usage"]["input_tokens"] > 0
+    sent = anthropic.requests[0]
+    assert "Your refund of 20 EUR" in sent.prompt_text and "EUR" in sent.prompt_text
+
+
+async def test_a_failing_verdict_fails_the_case_with_the_judges_reasoning(
+    settings: Settings, api_key: str, workers: WorkerProcesses, anthropic: FakeAnthropic
+) -> None:
+    anthropic.script(failed("It never states the amount."))
+    async with judging_platform(
+        settings, api_key, workers, judge_env(settings, anthropic)
+    ) as client:
+        dataset_id = await judged_dataset(client, [{"input": "refund?", "checks": JUDGE_CHECKS}])
+        answer = (await ci_run_with(client, dataset_id, "Your refund is on its way.")).json()
+    judge = answer["results"][0]["check_results"][1]
+    assert judge["status"] == "failed" and judge["reasoning"] == "It never states the amount."
+    assert answer["ci_pass"] is False
+
+
+async def test_an_identical_request_is_answered_from_the_cache_unless_bypassed(
+    settings: Settings, api_key: str, workers: WorkerProcesses, anthropic: FakeAnthropic
+) -> None:
+    async with judging_platform(
+        settings, api_key, workers, judge_env(settings, anthropic)
+    ) as client:
+        dataset_id = await judged_dataset(client, [{"input": "refund?", "checks": JUDGE_CHECKS}])
+        reply = "Refund of 31 EUR sent (cache test)."
+        first = (await ci_run_with(client, dataset_id, reply)).json()
+        second = (await ci_run_with(client, dataset_id, reply)).json()
+        assert len(anthropic.requests) == 1, "the second identical run never reached the judge"
+        run = (await client.get(f"/api/v1/eval-runs/{second['run_id']}")).json()
+        assert run["judge"]["cached"] == 1 and run["judge"]["calls"] == 0
+        (stored,) = await all_results(client, second["run_id"])
+        assert stored["judge"][0]["cached"] is True
+        assert second["results"][0]["pass_fail"] == first["results"][0]["pass_fail"] is True
+        bypass = await ci_run_with(client, dataset_id, reply, judge_cache=False)
+        assert bypass.status_code == 200
+        assert len(anthropic.requests) == 2, "judge_cache false asks the judge again"
+
+
+async def test_ci_mode_answers_202_when_the_judge_is_slow_then_the_run_completes(
+    settings: Settings, api_key: str, workers: WorkerProcesses
+) -> None:
+    with FakeAnthropic(latency_s=3) as slow:
+        env = judge_env(settings, slow)
+        async with judging_platform(settings, api_key, workers, env) as client:
+            dataset_id = await judged_dataset(client, [{"input": "x", "checks": JUDGE_CHECKS}])
+            created = (
+                await client.post("/api/v1/eval-runs", json={"dataset_id": dataset_id})
+            ).json()
+            case_id = created["test_cases"][0]["test_case_id"]
+            response = await client.post(
+                "/api/v1/eval-run-results",
+                json={"run_id": created["run_id"], "wait_s": 0.5,
+                      "results": [{"test_case_id": case_id, "actual_output": "refund 9 EUR"}]},
+            )  # fmt: skip
+            assert response.status_code == 202, response.text
+            waiting = response.json()
+            assert waiting["status"] == "grading" and waiting["ci_pass"] is False
+            assert "AI judge has not finished" in waiting["ci_fail_reason"]
+            final = await wait_final(client, created["run_id"])
+            assert final["status"] == "completed" and final["ci_pass"] is True
+
+
+async def test_a_judge_outage_is_not_graded_and_never_passes(
+    settings: Settings, api_key: str, workers: WorkerProcesses, anthropic: FakeAnthropic
+) -> None:
+    anthropic.script(*[server_error()] * 3)
+    async with judging_platform(
+        settings, api_key, workers, judge_env(settings, anthropic)
+    ) as client:
+        dataset_id = await judged_dataset(client, [{"input": "refund?", "checks": JUDGE_CHECKS}])
+        answer = (await ci_run_with(client, dataset_id, "refund of 20 EUR")).json()
+    result = answer["results"][0]
+    judge = result["check_results"][1]
+    assert judge["status"] == "not_graded" and judge["passed"] is None
+    assert "unavailable" in judge["detail"]
+    assert result["pass_fail"] is False and result["partially_graded"] is True
+    assert answer["status"] == "completed" and answer["ci_pass"] is False
+
+
+async def test_a_refused_key_stops_judging_for_the_run(
+    settings: Settings, api_key: str, workers: WorkerProcesses, anthropic: FakeAnthropic
+) -> None:
+    env = judge_env(settings, anthropic, key="sk-ant-wrong")
+    async with judging_platform(settings, api_key, workers, env) as client:
+        cases = [{"input": f"refund {n}?", "checks": JUDGE_CHECKS} for n in range(12)]
+        dataset_id = await judged_dataset(client, cases)
+        answer = (await ci_run_with(client, dataset_id, "refund of 20 EUR")).json()
+        run = (await client.get(f"/api/v1/eval-runs/{answer['run_id']}")).json()
+    assert run["judge"]["stopped"] and "401" in run["judge"]["stopped"]
+    assert len(anthropic.requests) < 12, "later cases are not sent once the key is refused"
+    details = [r["check_results"][1]["detail"] for r in answer["results"]]
+    assert all("refused" in detail for detail in details), details
+    assert answer["ci_pass"] is False
+
+
+async def test_server_mode_goes_through_grading_and_repeats_near_the_floor(
+    settings: Settings,
+    api_key: str,
+    workers: WorkerProcesses,
+    anthropic: FakeAnthropic,
+    fake_agent: FakeAgentServer,
+) -> None:
+    anthropic.when("near the floor", scored(72), scored(65), scored(75))
+    async with judging_platform(
+        settings, api_key, workers, judge_env(settings, anthropic)
+    ) as client:
+        agent_id = await register_agent(client, fake_agent.url)
+        near = {"input": "refund near the floor", "expected_output": "near the floor: refund",
+                "evaluation_type": "SCORE", "min_confidence": 70, "checks": []}  # fmt: skip
+        judged = {"input": "refund please", "checks": JUDGE_CHECKS}
+        dataset_id = await judged_dataset(client, [near, judged])
+        run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id)
+        statuses = set()
+        while (current := (await client.get(f"/api/v1/eval-runs/{run['run_id']}")).json())[
+            "status"
+        ] not in ("completed", "failed", "cancelled"):
+            statuses.add(current["status"])
+            await asyncio.sleep(0.02)
+        results = await all_results(client, run["run_id"])
+    assert current["counts"]["done"] == 2 and current["judge"]["pending"] == 0
+    by_input = {r["judge_reasoning"]: r for r in results}
+    del by_input
+    near_result = next(r for r in results if r["check_results"][0]["id"] == "expectation")
+    record = near_result["judge"][0]
+    assert record["samples"] == [0.72, 0.65, 0.75] and record["flaky"] is True
+    assert near_result["check_results"][0]["score"] == 0.72 and near_result["pass_fail"] is True
+    assert current["ci_pass"] is True
+    assert statuses <= {"queued", "running", "grading"}
