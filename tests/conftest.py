@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import socket
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -151,3 +153,33 @@ def api_process_url(settings: Settings) -> Iterator[str]:
     }
     with api_process(settings.database_url, settings.redis_url, env) as (url, _pid):
         yield url
+
+
+@pytest.fixture
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """Block and record every connect to a non-loopback address made in this process."""
+    attempted: list[Any] = []
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def allowed(address: Any) -> bool:
+        try:
+            return isinstance(address, tuple) and ipaddress.ip_address(address[0]).is_loopback
+        except ValueError:
+            return False
+
+    def connect(sock: socket.socket, address: Any) -> None:
+        if not allowed(address):
+            attempted.append(address)
+            raise PermissionError(f"test network is loopback only, not {address!r}")
+        real_connect(sock, address)
+
+    def connect_ex(sock: socket.socket, address: Any) -> int:
+        if not allowed(address):
+            attempted.append(address)
+            raise PermissionError(f"test network is loopback only, not {address!r}")
+        return real_connect_ex(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    yield attempted
+    assert attempted == [], "a connection to a non-loopback address was attempted"

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import ipaddress
 import socket
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,34 +44,8 @@ PUBLIC_IP = "93.184.215.14"  # only ever handed out by a resolver, never connect
 StartAgent = Callable[..., Awaitable[ScriptedAgent]]
 
 
-@pytest.fixture(autouse=True)
-def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """Block and record every connect to a non-loopback address made in this process."""
-    attempted: list[Any] = []
-    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
-
-    def allowed(address: Any) -> bool:
-        try:
-            return isinstance(address, tuple) and ipaddress.ip_address(address[0]).is_loopback
-        except ValueError:
-            return False
-
-    def connect(sock: socket.socket, address: Any) -> None:
-        if not allowed(address):
-            attempted.append(address)
-            raise PermissionError(f"test network is loopback only, not {address!r}")
-        real_connect(sock, address)
-
-    def connect_ex(sock: socket.socket, address: Any) -> int:
-        if not allowed(address):
-            attempted.append(address)
-            raise PermissionError(f"test network is loopback only, not {address!r}")
-        return real_connect_ex(sock, address)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
-    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
-    yield attempted
-    assert attempted == [], "a connection to a non-loopback address was attempted"
+# Every connect to a non-loopback address fails the test (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("loopback_only")
 
 
 @pytest_asyncio.fixture

@@ -8,7 +8,6 @@ calling the real API.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import socket
 import time
 from collections.abc import Iterator
@@ -60,34 +59,8 @@ SCORE = msgspec.structs.replace(
 ONE_USAGE = Usage(**USAGE)
 
 
-@pytest.fixture(autouse=True)
-def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """Block and record every connect to a non-loopback address made in this process."""
-    attempted: list[Any] = []
-    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
-
-    def allowed(address: Any) -> bool:
-        try:
-            return isinstance(address, tuple) and ipaddress.ip_address(address[0]).is_loopback
-        except ValueError:
-            return False
-
-    def connect(sock: socket.socket, address: Any) -> None:
-        if not allowed(address):
-            attempted.append(address)
-            raise PermissionError(f"test network is loopback only, not {address!r}")
-        real_connect(sock, address)
-
-    def connect_ex(sock: socket.socket, address: Any) -> int:
-        if not allowed(address):
-            attempted.append(address)
-            raise PermissionError(f"test network is loopback only, not {address!r}")
-        return real_connect_ex(sock, address)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
-    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
-    yield attempted
-    assert attempted == [], "a connection to a non-loopback address was attempted"
+# Every connect to a non-loopback address fails the test (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("loopback_only")
 
 
 @pytest.fixture
