@@ -19,7 +19,7 @@ from app.db.pool import Connection
 from app.domain.results import CaseResult, JudgeVerdict, Observation
 from app.grading import grade_case, judge_requests, observation_from_wire
 from app.judge import cost_usd
-from app.services.judging import CachedAnswer, Judge, JudgeRecord, RunJudging
+from app.services.judging import NO_JUDGE, CachedAnswer, Judge, JudgeRecord, RunJudging
 from app.services.result_rows import outcome_of
 from app.services.runs import FINAL_STATUSES, store_gate
 from app.services.test_cases import content_from_row
@@ -56,7 +56,7 @@ async def judge_chunk(
     try:
         run = await run_rows.run_by_id(state.pool, run_id)
         judged: list[JudgedCase] = []
-        if run is not None and run["status"] not in FINAL_STATUSES and state.judge is not None:
+        if run is not None and run["status"] not in FINAL_STATUSES:
             judged = await _judge_rows(state, state.judge, run, seqs)
         await _store(state, run_id, chunk_no, job_id, judged)
     except asyncio.CancelledError:
@@ -67,13 +67,17 @@ async def judge_chunk(
 
 
 async def _judge_rows(
-    state: WorkerState, judge: Judge, run: asyncpg.Record, seqs: list[int]
+    state: WorkerState, judge: Judge | None, run: asyncpg.Record, seqs: list[int]
 ) -> list[JudgedCase]:
     async with state.pool.acquire() as connection, connection.transaction():
         rows = await result_rows.lock_pending(connection, run["id"], seqs)
     dataset = await dataset_rows.get_dataset(state.pool, run["project_id"], run["dataset_id"])
     context = dataset["data_context"] if dataset else None
+    # A worker without a judge key (configured unlike the API) settles the cases rather than
+    # leaving the run waiting for verdicts that would never come.
     stopped = run["judge_stopped"] or state.judge_stopped.get(run["id"])
+    if judge is None:
+        stopped = NO_JUDGE
     judging = RunJudging(use_cache=run["judge_use_cache"], stopped=stopped)
     # The first case alone: if the judge's key is refused, the rest are not sent at all.
     judged = [await _judge_row(judge, row, context, judging) for row in rows[:1]]
@@ -84,13 +88,16 @@ async def _judge_rows(
 
 
 async def _judge_row(
-    judge: Judge, row: asyncpg.Record, context: dict[str, Any] | None, judging: RunJudging
+    judge: Judge | None, row: asyncpg.Record, context: dict[str, Any] | None, judging: RunJudging
 ) -> JudgedCase:
     content = content_from_row(row)
     observation = _stored_observation(row)
     verdicts: dict[str, JudgeVerdict] = {}
     records: list[JudgeRecord] = []
     for request in judge_requests(content, observation):
+        if judge is None or judging.stopped is not None:
+            verdicts[request.check_id] = JudgeVerdict.unavailable(judging.stopped or NO_JUDGE)
+            continue
         verdict, record = await judge.verdict(request, content, observation, context, judging)
         if record.refused:
             # Every later call would be refused the same way: this run judges no more.

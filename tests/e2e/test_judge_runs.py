@@ -235,3 +235,23 @@ async def test_server_mode_goes_through_grading_and_repeats_near_the_floor(
     assert near_result["check_results"][0]["score"] == 0.72 and near_result["pass_fail"] is True
     assert current["ci_pass"] is True
     assert statuses <= {"queued", "running", "grading"}
+
+
+async def test_a_worker_without_a_judge_key_settles_the_cases_instead_of_waiting(
+    settings: Settings, api_key: str, workers: WorkerProcesses, anthropic: FakeAnthropic
+) -> None:
+    api_env = judge_env(settings, anthropic)
+    worker_env = {name: value for name, value in api_env.items() if name != "ANTHROPIC_API_KEY"}
+    with api_process(settings.database_url, settings.redis_url, api_env) as (base_url, _pid):
+        workers.start(extra_env={**worker_env, "ANTHROPIC_API_KEY": ""})
+        async with httpx.AsyncClient(
+            base_url=base_url, headers={"x-api-key": api_key}, timeout=120
+        ) as client:
+            dataset_id = await judged_dataset(client, [{"input": "x", "checks": JUDGE_CHECKS}])
+            response = await ci_run_with(client, dataset_id, "refund of 20 EUR")
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    judge = answer["results"][0]["check_results"][1]
+    assert judge["status"] == "not_graded" and "no judge is configured" in judge["detail"]
+    assert answer["status"] == "completed" and answer["ci_pass"] is False
+    assert anthropic.requests == []
