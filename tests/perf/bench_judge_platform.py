@@ -21,8 +21,15 @@ import httpx
 import msgspec
 
 from tests.fake_anthropic import FAKE_API_KEY, FakeAnthropic
-from tests.perf.bench_server_mode import SECRET_KEY, worker_process
-from tests.perf.harness import api_process, drop_database, fresh_database, new_key, server_urls
+from tests.perf.bench_server_mode import worker_process
+from tests.perf.harness import (
+    SECRET_KEY,
+    api_process,
+    drop_database,
+    fresh_database,
+    new_key,
+    server_urls,
+)
 
 LIMIT_PER_MIN = 1200
 

@@ -29,6 +29,7 @@ import httpx
 
 from tests.perf.bench_import_export import body_chunks
 from tests.perf.harness import (
+    SECRET_KEY,
     api_process,
     drop_database,
     fresh_database,
@@ -38,7 +39,6 @@ from tests.perf.harness import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-SECRET_KEY = "YmVuY2htYXJrLWtleS1mb3ItYWdlbnRsYXNzby0zMmI="
 TICKS = os.sysconf("SC_CLK_TCK")
 
 

@@ -23,6 +23,8 @@ from app.db.migrations import apply_migrations
 from app.services.api_keys import create_key_for_project_name
 
 ROOT = Path(__file__).resolve().parents[2]
+# A fixed key for benchmark processes (agent headers are encrypted with it).
+SECRET_KEY = "YmVuY2htYXJrLWtleS1mb3ItYWdlbnRsYXNzby0zMmI="
 
 
 @contextlib.contextmanager
@@ -83,7 +85,13 @@ def api_process(
 ) -> Iterator[tuple[str, int]]:
     """`agentlasso api` as a child process; yields its base URL and pid."""
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": redis_url, **(extra_env or {})}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "AGENTLASSO_SECRET_KEY": SECRET_KEY,
+        **(extra_env or {}),
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "api", "--port", str(port), "--log-level", "warning"],
         cwd=ROOT,
@@ -91,16 +99,20 @@ def api_process(
     )
     base_url = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(base_url)
+        wait_ready(base_url, process)
         yield base_url, process.pid
     finally:
         process.terminate()
         process.wait(timeout=30)
 
 
-def wait_ready(base_url: str, timeout_s: float = 30) -> None:
+def wait_ready(
+    base_url: str, process: subprocess.Popen[bytes] | None = None, timeout_s: float = 30
+) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the API process exited with {process.returncode} before ready")
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(f"{base_url}/ready", timeout=2).status_code == 200:
                 return
