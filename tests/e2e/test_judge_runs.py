@@ -227,11 +227,11 @@ async def test_server_mode_goes_through_grading_and_repeats_near_the_floor(
             await asyncio.sleep(0.02)
         results = await all_results(client, run["run_id"])
     assert current["counts"]["done"] == 2 and current["judge"]["pending"] == 0
-    by_input = {r["judge_reasoning"]: r for r in results}
-    del by_input
     near_result = next(r for r in results if r["check_results"][0]["id"] == "expectation")
     record = near_result["judge"][0]
-    assert record["samples"] == [0.72, 0.65, 0.75] and record["flaky"] is True
+    # The first judgement comes first; the two repeats run at once, in either order.
+    assert record["samples"][0] == 0.72 and sorted(record["samples"]) == [0.65, 0.72, 0.75]
+    assert record["flaky"] is True
     assert near_result["check_results"][0]["score"] == 0.72 and near_result["pass_fail"] is True
     assert current["ci_pass"] is True
     assert statuses <= {"queued", "running", "grading"}
