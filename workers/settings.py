@@ -16,8 +16,8 @@ from app.config import load_settings
 from app.db.pool import create_pool
 from app.judge import JudgeClient
 from app.secrets_box import require_secret_key
+from app.services.judge_calls import Judge, judge_settings
 from app.services.judge_chunks import PgJudgeCache
-from app.services.judging import Judge, judge_settings
 from app.services.lanes import run_lane as run_lane_service
 from app.services.rate_pacer import RatePacer
 from app.services.worker_state import WorkerState

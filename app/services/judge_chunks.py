@@ -19,7 +19,8 @@ from app.db.pool import Connection
 from app.domain.results import CaseResult, JudgeVerdict, Observation
 from app.grading import grade_case, judge_requests, observation_from_wire
 from app.judge import cost_usd
-from app.services.judging import NO_JUDGE, CachedAnswer, Judge, JudgeRecord, RunJudging
+from app.services.judge_calls import CachedAnswer, Judge, JudgeRecord, RunJudging
+from app.services.judging import NO_JUDGE
 from app.services.result_rows import outcome_of
 from app.services.runs import FINAL_STATUSES, store_gate
 from app.services.test_cases import content_from_row

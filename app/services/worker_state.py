@@ -14,7 +14,7 @@ from arq.connections import ArqRedis
 from app.agents import AgentClient
 from app.config import Settings
 from app.services.agent_limits import AgentLimiter
-from app.services.judging import Judge
+from app.services.judge_calls import Judge
 
 # Progress notifications per run from one worker, at most this often (NOTIFY is not free).
 PROGRESS_EVERY_S = 0.25

@@ -83,3 +83,12 @@ def test_import_linter_contract_holds() -> None:
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "1 kept, 0 broken" in completed.stdout
+
+
+def test_the_api_process_does_not_load_the_model_sdk() -> None:
+    # Only workers call the judge; the SDK would cost every API process about 77 MB.
+    code = "import sys, app.api.app, app.cli; print('anthropic' in sys.modules)"
+    completed = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert completed.stdout.strip() == "False"

@@ -1,0 +1,180 @@
+"""Asking the AI judge for a check's verdict: the cache, the shared limit, repeats near a floor.
+
+Only workers import this module (it loads the model SDK); the API decides without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from app.config import Settings
+from app.domain.results import JudgeVerdict, Observation
+from app.domain.test_cases import TestCaseContent
+from app.grading.judge_checks import JudgeRequest, reaches
+from app.judge import JudgeAnswer, JudgeClient, JudgeQuestion, JudgeSettings, Usage, cache_key
+
+
+def judge_settings(settings: Settings) -> JudgeSettings:
+    """The judge client's configuration, from the server's."""
+    return JudgeSettings(
+        api_key=settings.anthropic_api_key,
+        model=settings.judge_model,
+        base_url=settings.anthropic_base_url,
+        timeout_s=settings.judge_timeout_s,
+        max_attempts=settings.judge_max_attempts,
+        retry_after_cap_s=settings.judge_retry_after_cap_s,
+        forced_tool_models=settings.judge_forced_tool_models,
+    )
+
+
+class JudgeRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What is kept of one verdict: who judged, what it said, what it cost."""
+
+    check_id: str
+    model: str
+    passed: bool | None = None
+    score: float | None = None
+    reasoning: str | None = None
+    not_graded_reason: str | None = None
+    usage: Usage = msgspec.field(default_factory=Usage)
+    latency_ms: int = 0
+    cached: bool = False
+    calls: int = 0
+    samples: tuple[float, ...] = ()
+    flaky: bool = False
+    # The judge's key was refused (401/403): the run stops asking.
+    refused: bool = False
+
+
+class CachedAnswer(msgspec.Struct, frozen=True):
+    """A verdict as the cache keeps it."""
+
+    verdict: JudgeVerdict
+    model: str
+
+
+class RunJudging(msgspec.Struct, kw_only=True):
+    """What judging a run needs to know and remember while a chunk is judged."""
+
+    use_cache: bool
+    stopped: str | None
+
+
+class Judge:
+    """Asks the judge for one check's verdict, through the cache and the shared limit."""
+
+    def __init__(self, client: JudgeClient, settings: Settings, cache: Any, slot: Any) -> None:
+        self.client = client
+        self.settings = settings
+        self.cache = cache  # async get(key) -> CachedAnswer | None, put(key, CachedAnswer)
+        self.slot = slot  # async context manager: one of the judge calls allowed at once
+
+    async def verdict(
+        self,
+        request: JudgeRequest,
+        content: TestCaseContent,
+        observation: Observation,
+        context: dict[str, Any] | None,
+        run: RunJudging,
+    ) -> tuple[JudgeVerdict, JudgeRecord]:
+        """The verdict and its record (`refused` when the judge's key was refused)."""
+        model = self.settings.judge_model
+        if run.stopped is not None:
+            verdict = JudgeVerdict.unavailable(run.stopped)
+            return verdict, _record(request.check_id, model, verdict)
+        question = JudgeQuestion(
+            kind=request.kind,
+            evaluation_type=request.evaluation_type,
+            criterion=request.criterion,
+            case_input=content.input,
+            reply=observation.actual_output or "",
+            data_context=context,
+        )
+        key = cache_key(question, model)
+        if run.use_cache:
+            cached = await self.cache.get(key)
+            if cached is not None:
+                record = _record(request.check_id, cached.model, cached.verdict, cached=True)
+                return cached.verdict, record
+        answers = await self._answers(question, request, content)
+        verdict, record = _combine(request.check_id, answers, content.min_confidence)
+        if verdict.not_graded_reason is None:
+            await self.cache.put(key, CachedAnswer(verdict, record.model))
+        refused = any(answer.auth_failed for answer in answers)
+        return verdict, msgspec.structs.replace(record, refused=refused)
+
+    async def _answers(
+        self, question: JudgeQuestion, request: JudgeRequest, content: TestCaseContent
+    ) -> list[JudgeAnswer]:
+        """One answer, or up to `judge_repeats` when a SCORE lands near its floor."""
+        answers = [await self._ask(question)]
+        first = answers[0].verdict
+        if not self._near_floor(request, first, content.min_confidence):
+            return answers
+        repeats = self.settings.judge_repeats - 1
+        answers += await asyncio.gather(*(self._ask(question) for _ in range(repeats)))
+        return answers
+
+    async def _ask(self, question: JudgeQuestion) -> JudgeAnswer:
+        async with self.slot():
+            return await self.client.judge(question)
+
+    def _near_floor(self, request: JudgeRequest, verdict: JudgeVerdict, floor: int) -> bool:
+        if request.evaluation_type != "SCORE" or request.kind != "expectation":
+            return False
+        if verdict.score is None or self.settings.judge_repeats <= 1:
+            return False
+        return abs(verdict.score * 100 - floor) <= self.settings.judge_repeat_margin
+
+
+def _combine(
+    check_id: str, answers: Sequence[JudgeAnswer], floor: int
+) -> tuple[JudgeVerdict, JudgeRecord]:
+    """One answer as it is; repeated SCORE answers as their median, flaky when they disagree."""
+    usage = _sum_usage([answer.usage for answer in answers])
+    latency_ms = sum(answer.latency_ms for answer in answers)
+    calls = sum(answer.attempts for answer in answers)
+    scores = [a.verdict.score for a in answers if a.verdict.score is not None]
+    first = answers[0]
+    if len(answers) == 1 or len(scores) < 2:
+        record = _record(check_id, first.model, first.verdict)
+        return first.verdict, msgspec.structs.replace(
+            record, usage=usage, latency_ms=latency_ms, calls=calls
+        )
+    median = statistics.median(scores)
+    flaky = len({reaches(score, floor) for score in scores}) > 1
+    reasoning = next(
+        (a.verdict.reasoning for a in answers if a.verdict.score == median), first.verdict.reasoning
+    )
+    verdict = JudgeVerdict.scored(median, reasoning=reasoning, model=first.model)
+    record = msgspec.structs.replace(
+        _record(check_id, first.model, verdict),
+        usage=usage, latency_ms=latency_ms, calls=calls, samples=tuple(scores), flaky=flaky,
+    )  # fmt: skip
+    return verdict, record
+
+
+def _record(check_id: str, model: str, verdict: JudgeVerdict, cached: bool = False) -> JudgeRecord:
+    return JudgeRecord(
+        check_id=check_id,
+        model=model,
+        passed=verdict.passed,
+        score=verdict.score,
+        reasoning=verdict.reasoning,
+        not_graded_reason=verdict.not_graded_reason,
+        cached=cached,
+    )
+
+
+def _sum_usage(usages: Sequence[Usage]) -> Usage:
+    return Usage(
+        input_tokens=sum(u.input_tokens for u in usages),
+        output_tokens=sum(u.output_tokens for u in usages),
+        cache_creation_input_tokens=sum(u.cache_creation_input_tokens for u in usages),
+        cache_read_input_tokens=sum(u.cache_read_input_tokens for u in usages),
+    )
