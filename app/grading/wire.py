@@ -14,13 +14,15 @@ def observation_from_wire(
     *,
     output_reported: bool = True,
     tool_calls_reported: bool = True,
+    agent_error: str | None = None,
 ) -> Observation:
     """Normalise a posted result; a field left out (flag False or msgspec.UNSET) is not reported.
 
     `actual_output` null is not reported, `""` is an empty reply. A reply that is not a string
     (an agent answering with a JSON object) is graded as its compact JSON text.
     `actual_tool_calls` null is not reported either (it is not a list of calls), `[]` is a
-    report of no calls.
+    report of no calls. `agent_error` says the call to the agent failed: every check fails
+    with it.
     """
     output_missing = not output_reported or actual_output is msgspec.UNSET
     calls_missing = (
@@ -34,6 +36,7 @@ def observation_from_wire(
         actual_output=None if output_missing else reply_text(actual_output),
         tool_calls=calls,
         unreadable_tool_calls=problems,
+        agent_error=agent_error,
     )
 
 

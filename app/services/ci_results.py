@@ -82,9 +82,9 @@ def grade_posted(
     content: TestCaseContent, posted: PostedResult, judge_configured: bool
 ) -> tuple[CaseResult, bool]:
     """Grade one posted result; True when its AI judge checks must wait for verdicts."""
-    observation = observation_from_wire(posted.actual_output, posted.actual_tool_calls)
-    if posted.agent_error is not None:
-        observation = msgspec.structs.replace(observation, agent_error=posted.agent_error)
+    observation = observation_from_wire(
+        posted.actual_output, posted.actual_tool_calls, agent_error=posted.agent_error
+    )
     verdicts, pending = immediate_verdicts(content, observation, judge_configured)
     return grade_case(content, observation, verdicts), pending
 

@@ -111,12 +111,13 @@ async def _judge_row(
 
 
 def _stored_observation(row: asyncpg.Record) -> Observation:
-    output = row["actual_output"] if row["output_reported"] else msgspec.UNSET
-    calls = row["actual_tool_calls"] if row["tool_calls_reported"] else msgspec.UNSET
-    observation = observation_from_wire(output, calls)
-    if row["agent_error"] is not None:
-        observation = msgspec.structs.replace(observation, agent_error=row["agent_error"])
-    return observation
+    return observation_from_wire(
+        row["actual_output"],
+        row["actual_tool_calls"],
+        output_reported=row["output_reported"],
+        tool_calls_reported=row["tool_calls_reported"],
+        agent_error=row["agent_error"],
+    )
 
 
 async def _store(

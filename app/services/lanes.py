@@ -188,9 +188,9 @@ def _graded_row(
 ) -> tuple[Any, ...]:
     """The graded row; AI judge checks wait for a judge chunk when a judge is configured."""
     content = content_from_row(item.case)
-    observation = observation_from_wire(call.actual_output, call.actual_tool_calls)
-    if call.error is not None:
-        observation = msgspec.structs.replace(observation, agent_error=call.error)
+    observation = observation_from_wire(
+        call.actual_output, call.actual_tool_calls, agent_error=call.error
+    )
     verdicts, pending = immediate_verdicts(content, observation, judge_configured)
     result = grade_case(content, observation, verdicts)
     return result_row(

@@ -185,3 +185,22 @@ def test_a_reply_that_is_not_json_encodable_is_graded_as_its_text() -> None:
             return "opaque reply"
 
     assert reply_text(Opaque()) == "opaque reply"
+
+
+def test_an_agent_error_travels_with_the_observation_and_fails_every_check() -> None:
+    from app.domain.checks import OutputContains, ToolCalled
+    from app.domain.test_cases import TestCaseContent
+    from app.grading import grade_case
+
+    observation = observation_from_wire(
+        msgspec.UNSET, msgspec.UNSET, agent_error="the agent answered HTTP 503 (3 tries)"
+    )
+    assert observation.agent_error == "the agent answered HTTP 503 (3 tries)"
+    assert observation_from_wire("x", []).agent_error is None
+    content = TestCaseContent(
+        input="x", checks=(ToolCalled(id="c1", tool="a"), OutputContains(id="c2", value="x"))
+    )
+    result = grade_case(content, observation)
+    assert [c.detail for c in result.check_results] == [
+        "The agent answered HTTP 503 (3 tries)."
+    ] * 2
