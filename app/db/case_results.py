@@ -61,7 +61,8 @@ RETURNING test_case_id, trial, seq, graded, pass_fail, errored, no_checks, judge
 
 # The rows a judge chunk re-grades, locked, with what they counted for before.
 _LOCK_PENDING = """
-SELECT c.seq, c.test_case_id, c.trial, c.graded, c.pass_fail, c.no_checks, c.actual_output,
+SELECT c.seq, c.test_case_id, c.trial, c.graded, c.pass_fail, c.no_checks, c.errored,
+       c.judge_pending, c.actual_output,
        c.output_reported, c.actual_tool_calls, c.tool_calls_reported, c.agent_error,
        r.input, r.checks_version, r.checks, r.evaluation_criteria_json, r.expected_output,
        r.evaluation_type, r.min_confidence, r.description

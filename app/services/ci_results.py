@@ -15,14 +15,13 @@ from app.config import Settings
 from app.db import case_results as result_rows
 from app.db import chunks as chunk_rows
 from app.db import runs as run_rows
-from app.db.case_results import RESULT_COLUMNS
 from app.db.pool import Connection
 from app.domain.results import CaseResult, CheckResult, UngradedItem
 from app.domain.test_cases import TestCaseContent
 from app.errors import Conflict, FieldError, InvalidInput, NotFound
 from app.grading import grade_case, observation_from_wire
 from app.services.judging import immediate_verdicts
-from app.services.result_rows import result_row
+from app.services.result_rows import counter_delta, result_row, row_flags
 from app.services.run_watch import RunEvent, RunWatcher
 from app.services.runs import store_gate
 from app.services.server_runs import enqueue_quietly
@@ -185,13 +184,10 @@ async def _store_batch(
         raise Conflict("This run calls the agent itself (server mode); it takes no posted results.")
     replaced = await result_rows.delete_replaced(connection, run_id, 1, case_ids)
     await result_rows.copy_results(connection, rows)
-    column = RESULT_COLUMNS.index
-    errors_posted = sum(row[column("errored")] for row in rows)
-    pending_posted = sum(row[column("judge_pending")] for row in rows)
-    delta = counter_delta([case.result for case in graded], errors_posted, replaced)
-    delta = (*delta, pending_posted - sum(old["judge_pending"] for old in replaced))
-    run = await run_rows.apply_counts(connection, run_id, delta)
-    judge_work = await _judge_chunks(connection, run_id, case_ids) if pending_posted else []
+    added = [row_flags(row) for row in rows]
+    run = await run_rows.apply_counts(connection, run_id, counter_delta(added, replaced))
+    waiting = any(flags["judge_pending"] for flags in added)
+    judge_work = await _judge_chunks(connection, run_id, case_ids) if waiting else []
     return await store_gate(connection, run), judge_work
 
 
@@ -204,19 +200,6 @@ async def _judge_chunks(
         await chunk_rows.create_judge_chunk(connection, run_id, seqs[start : start + JUDGE_CHUNK])
         for start in range(0, len(seqs), JUDGE_CHUNK)
     ]
-
-
-def counter_delta(
-    new: list[CaseResult], errors_posted: int, replaced: list[asyncpg.Record]
-) -> tuple[int, ...]:
-    """(done, graded, passed, errored, no_checks) the new results add, less the replaced ones."""
-    graded = sum(r.graded for r in new) - sum(old["graded"] for old in replaced)
-    passed = sum(r.graded and r.pass_fail for r in new) - sum(
-        old["graded"] and old["pass_fail"] for old in replaced
-    )
-    no_checks = sum(not r.check_results for r in new) - sum(old["no_checks"] for old in replaced)
-    errored = errors_posted - sum(old["errored"] for old in replaced)
-    return (len(new) - len(replaced), graded, passed, errored, no_checks)
 
 
 async def record_and_judge(

@@ -21,7 +21,7 @@ from app.grading import grade_case, judge_requests, observation_from_wire
 from app.judge import cost_usd
 from app.services.judge_calls import CachedAnswer, Judge, JudgeRecord, RunJudging
 from app.services.judging import NO_JUDGE
-from app.services.result_rows import outcome_of
+from app.services.result_rows import counter_delta, outcome_of
 from app.services.runs import FINAL_STATUSES, store_gate
 from app.services.test_cases import content_from_row
 from app.services.worker_state import WorkerState
@@ -135,7 +135,9 @@ async def _store(
         judged = [case for case in judged if case.seq in still]  # fmt: skip
         if judged:
             await result_rows.set_judged(connection, run_id, [_judged_row(case) for case in judged])
-            run = await run_rows.apply_counts(connection, run_id, _delta(judged, still))
+            before = [still[case.seq] for case in judged]
+            after = [_final_flags(case, still[case.seq]) for case in judged]
+            run = await run_rows.apply_counts(connection, run_id, counter_delta(after, before))
             run = await _add_usage(state, connection, run_id, judged)
         await chunk_rows.finish(connection, run_id, chunk_no, job_id)
         was_final = run["status"] in FINAL_STATUSES
@@ -152,14 +154,15 @@ def _judged_row(case: JudgedCase) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def _delta(judged: list[JudgedCase], old: dict[int, asyncpg.Record]) -> tuple[int, ...]:
-    """Counter changes from provisional to final grades: (done, graded, passed, errored,
-    no_checks, judge_pending)."""
-    graded = sum(c.result.graded for c in judged) - sum(old[c.seq]["graded"] for c in judged)
-    passed = sum(c.result.graded and c.result.pass_fail for c in judged) - sum(
-        old[c.seq]["graded"] and old[c.seq]["pass_fail"] for c in judged
-    )
-    return (0, graded, passed, 0, 0, -len(judged))
+def _final_flags(case: JudgedCase, before: asyncpg.Record) -> dict[str, Any]:
+    """The counted flags of a result once its verdicts replaced the provisional grade."""
+    return {
+        "graded": case.result.graded,
+        "pass_fail": case.result.pass_fail,
+        "errored": before["errored"],
+        "no_checks": before["no_checks"],
+        "judge_pending": False,
+    }
 
 
 async def _add_usage(

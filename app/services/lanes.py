@@ -29,7 +29,7 @@ from app.grading import grade_case, observation_from_wire
 from app.services.agents import agent_target
 from app.services.judge_chunks import judge_chunk
 from app.services.judging import immediate_verdicts
-from app.services.result_rows import result_row
+from app.services.result_rows import counter_delta, result_row
 from app.services.runs import FINAL_STATUSES, store_gate
 from app.services.server_runs import enqueue_quietly
 from app.services.test_cases import content_from_row
@@ -210,7 +210,7 @@ async def _store(
         run = await run_rows.lock_run_by_id(connection, run_id)
         assert run is not None
         inserted = await result_rows.insert_new(connection, rows)
-        run = await run_rows.apply_counts(connection, run_id, _delta(inserted))
+        run = await run_rows.apply_counts(connection, run_id, counter_delta(inserted, []))
         judging = [row["seq"] for row in inserted if row["judge_pending"]]
         judge_work = (
             [await chunk_rows.create_judge_chunk(connection, run_id, judging)] if judging else []
@@ -235,18 +235,6 @@ async def _next_chunk(
     chunk_no, job_id = queued[0]["chunk_no"], queued[0]["job_id"]
     claimed = await chunk_rows.claim(connection, run["id"], chunk_no, job_id, state.worker_id)
     return (chunk_no, job_id) if claimed else None
-
-
-def _delta(inserted: list[asyncpg.Record]) -> tuple[int, ...]:
-    """(done, graded, passed, errored, no_checks, judge_pending) of the rows inserted."""
-    return (
-        len(inserted),
-        sum(row["graded"] for row in inserted),
-        sum(row["graded"] and row["pass_fail"] for row in inserted),
-        sum(row["errored"] for row in inserted),
-        sum(row["no_checks"] for row in inserted),
-        sum(row["judge_pending"] for row in inserted),
-    )
 
 
 async def _notify(

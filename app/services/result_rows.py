@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
 import msgspec
 
+from app.db.case_results import RESULT_COLUMNS
 from app.domain.results import CaseResult
 
 
@@ -42,3 +44,31 @@ def result_row(
         calls_reported, actual_tool_calls if calls_reported else None, agent_latency_ms,
         agent_attempts, agent_error, judge_pending, None,
     )  # fmt: skip
+
+
+def counted(rows: Sequence[Any]) -> tuple[int, ...]:
+    """(done, graded, passed, errored, no_checks, judge_pending) these result rows count for.
+
+    Rows are anything indexed by column name: database records, or row_flags() of new rows.
+    """
+    return (
+        len(rows),
+        sum(bool(row["graded"]) for row in rows),
+        sum(bool(row["graded"] and row["pass_fail"]) for row in rows),
+        sum(bool(row["errored"]) for row in rows),
+        sum(bool(row["no_checks"]) for row in rows),
+        sum(bool(row["judge_pending"]) for row in rows),
+    )
+
+
+def counter_delta(added: Sequence[Any], removed: Sequence[Any]) -> tuple[int, ...]:
+    """What a run's counters move by when `added` rows replace `removed` ones."""
+    return tuple(new - old for new, old in zip(counted(added), counted(removed), strict=True))
+
+
+def row_flags(row: Sequence[Any]) -> dict[str, Any]:
+    """The counted flags of a row in RESULT_COLUMNS order."""
+    return {name: row[RESULT_COLUMNS.index(name)] for name in _FLAGS}
+
+
+_FLAGS = ("graded", "pass_fail", "errored", "no_checks", "judge_pending")
