@@ -108,8 +108,6 @@ WHERE run_id = $1 AND chunk_no = $2 AND job_id = $3 AND state = 'queued'
 RETURNING run_id, chunk_no, job_id
 """
 
-_UNFINISHED = "SELECT count(*) FROM run_chunks WHERE run_id = $1 AND state <> 'done'"
-
 
 async def create_chunks(connection: Connection, run_id: UUID, count: int) -> None:
     """Rows for every chunk of a new run, all pending."""
@@ -190,9 +188,3 @@ async def reissue(
     """Give a queued chunk whose job was lost a new job id."""
     row: asyncpg.Record | None = await connection.fetchrow(_REISSUE, run_id, chunk_no, job_id)
     return row
-
-
-async def unfinished_count(executor: Executor, run_id: UUID) -> int:
-    """How many chunks of the run are not done."""
-    count: int = await executor.fetchval(_UNFINISHED, run_id)
-    return count

@@ -63,11 +63,6 @@ class RunWatcher:
             for events in queues:
                 events.put_nowait(RunEvent("shutdown"))
 
-    @property
-    def closing(self) -> bool:
-        """Whether the process is shutting down."""
-        return self._closing
-
     @contextlib.asynccontextmanager
     async def subscribe(self, run_id: UUID) -> AsyncIterator[asyncio.Queue[RunEvent]]:
         """A queue of the run's events for as long as the block runs."""

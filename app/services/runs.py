@@ -64,7 +64,8 @@ def gate_of(run: asyncpg.Record) -> Gate:
     """The CI gate for a run row as it stands; never a pass while verdicts are awaited."""
     gate = decide_gate(counts_of(run), run["pass_threshold"])
     waiting = run["judge_pending"]
-    if not waiting or (gate.ci_fail_reason or "").startswith("Not every test case"):
+    # Missing results are the more basic reason; say that one while it holds.
+    if not waiting or run["done"] < run["total"]:
         return gate
     noun = "case waits" if waiting == 1 else "cases wait"
     reason = f"The AI judge has not finished: {waiting} {noun} for verdicts."
@@ -80,12 +81,7 @@ async def create_ci_run(
         detail = "trials are for runs where the platform calls the agent (with agent_id)."
         raise InvalidInput(detail, [FieldError(pointer="/trials", detail=detail)])
     async with pool.acquire() as connection, connection.transaction():
-        dataset = await dataset_rows.get_dataset(connection, project_id, request.dataset_id)
-        if dataset is None:
-            raise InvalidInput(
-                "No dataset with this id in your project.",
-                [FieldError(pointer="/dataset_id", detail="No dataset with this id.")],
-            )
+        dataset = await dataset_to_run(connection, project_id, request.dataset_id)
         values = (
             uuid.uuid4(),
             project_id,
@@ -108,6 +104,17 @@ async def create_ci_run(
         run = await run_rows.pin_cases(connection, run["id"], request.dataset_id)
         run = await store_gate(connection, run)
     return CreatedRun(run=run, data_context=dataset["data_context"], replayed=False)
+
+
+async def dataset_to_run(
+    connection: Connection, project_id: UUID, dataset_id: UUID
+) -> asyncpg.Record:
+    """The dataset a new run is for; a 422 naming /dataset_id when it is not in the project."""
+    dataset = await dataset_rows.get_dataset(connection, project_id, dataset_id)
+    if dataset is None:
+        detail = "No dataset with this id in your project."
+        raise InvalidInput(detail, [FieldError(pointer="/dataset_id", detail=detail)])
+    return dataset
 
 
 async def replay(

@@ -11,12 +11,19 @@ import asyncpg
 from arq.connections import ArqRedis
 
 from app import queue
+from app.db import agents as agent_rows
 from app.db import chunks as chunk_rows
-from app.db import datasets as dataset_rows
 from app.db import runs as run_rows
 from app.db.pool import Connection
 from app.errors import FieldError, InvalidInput
-from app.services.runs import CreatedRun, NewRun, replay, request_hash, store_gate
+from app.services.runs import (
+    CreatedRun,
+    NewRun,
+    dataset_to_run,
+    replay,
+    request_hash,
+    store_gate,
+)
 
 log = logging.getLogger("agentlasso.runs")
 
@@ -24,8 +31,6 @@ log = logging.getLogger("agentlasso.runs")
 # worker dying mid-chunk redoes little and that a chunk's slowest call holds up few others.
 MAX_CHUNK_SIZE = 50
 DEFAULT_CONCURRENCY = 50
-
-_AGENT = "SELECT max_concurrency FROM agents WHERE project_id = $1 AND id = $2"
 
 
 def chunking(total: int, concurrency: int) -> tuple[int, int, int]:
@@ -46,7 +51,7 @@ async def create_server_run(
 ) -> CreatedRun:
     """Create the run and queue its first lanes; the answer does not wait for any agent call."""
     async with pool.acquire() as connection, connection.transaction():
-        dataset = await _dataset(connection, project_id, request.dataset_id)
+        dataset = await dataset_to_run(connection, project_id, request.dataset_id)
         agent_limit = await _agent_limit(connection, project_id, request.agent_id)
         concurrency = request.concurrency or min(DEFAULT_CONCURRENCY, agent_limit or 10**9)
         values = (
@@ -90,18 +95,10 @@ async def enqueue_quietly(redis: ArqRedis, queue_name: str, lanes: list[asyncpg.
         log.exception("could not enqueue %d chunk(s); the reaper will re-issue them", len(lanes))
 
 
-async def _dataset(connection: Connection, project_id: UUID, dataset_id: UUID) -> asyncpg.Record:
-    dataset = await dataset_rows.get_dataset(connection, project_id, dataset_id)
-    if dataset is None:
-        detail = "No dataset with this id in your project."
-        raise InvalidInput(detail, [FieldError(pointer="/dataset_id", detail=detail)])
-    return dataset
-
-
 async def _agent_limit(
     connection: Connection, project_id: UUID, agent_id: UUID | None
 ) -> int | None:
-    row = await connection.fetchrow(_AGENT, project_id, agent_id)
+    row = None if agent_id is None else await agent_rows.get_agent(connection, project_id, agent_id)
     if row is None:
         detail = "No agent with this id in your project."
         raise InvalidInput(detail, [FieldError(pointer="/agent_id", detail=detail)])
