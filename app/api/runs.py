@@ -17,12 +17,13 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 from app.api.auth import ProjectId
 from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
 from app.domain.checks import Check
-from app.domain.results import CheckResult, UngradedItem
+from app.domain.results import CaseResult, CheckResult, UngradedItem
 from app.domain.test_cases import CaseInput, EvaluationType
 from app.errors import FieldError, InvalidInput
 from app.grading import plan_case
 from app.services import ci_results, runs, server_runs
 from app.services.ci_results import PostedResult
+from app.services.result_rows import case_result_of
 from app.services.run_events import run_events
 from app.services.test_cases import content_from_row
 
@@ -278,23 +279,29 @@ def run_test_case(row: asyncpg.Record, data_context: dict[str, Any] | None) -> R
     )
 
 
+def graded_fields(test_case_id: str, result: CaseResult) -> dict[str, Any]:
+    """The GradedResult fields of a case's grade."""
+    return {
+        "test_case_id": test_case_id,
+        "graded": result.graded,
+        "pass_fail": result.pass_fail,
+        "score": result.score,
+        "partially_graded": result.partially_graded,
+        "judge_reasoning": result.judge_reasoning,
+        "check_results": result.check_results,
+        "ungraded_items": result.ungraded_items,
+    }
+
+
 def stored_result_out(row: asyncpg.Record) -> StoredResult:
     """The API shape of a case_results row."""
     server_mode = row["agent_attempts"] is not None
     return StoredResult(
-        test_case_id=str(row["test_case_id"]),
+        **graded_fields(str(row["test_case_id"]), case_result_of(row)),
         trial=row["trial"],
         outcome=row["outcome"],
         judge_pending=row["judge_pending"],
         judge=row["judge_records"],
-        graded=row["graded"],
-        pass_fail=row["pass_fail"],
-        score=row["score"],
-        partially_graded=row["partially_graded"],
-        judge_reasoning=row["judge_reasoning"],
-        # jsonb does not keep key order: decoding restores the documented shape.
-        check_results=msgspec.convert(row["check_results"], tuple[CheckResult, ...]),
-        ungraded_items=msgspec.convert(row["ungraded_items"], tuple[UngradedItem, ...]),
         actual_output=row["actual_output"] if row["output_reported"] else msgspec.UNSET,
         actual_tool_calls=row["actual_tool_calls"] if row["tool_calls_reported"] else msgspec.UNSET,
         agent_call=AgentCall(
@@ -494,16 +501,7 @@ class RunResultsController(Controller):
         answer = ResultsAnswer(
             **gate_fields(batch.run),
             results=[
-                GradedResult(
-                    test_case_id=case.test_case_id,
-                    graded=case.result.graded,
-                    pass_fail=case.result.pass_fail,
-                    score=case.result.score,
-                    partially_graded=case.result.partially_graded,
-                    judge_reasoning=case.result.judge_reasoning,
-                    check_results=case.result.check_results,
-                    ungraded_items=case.result.ungraded_items,
-                )
+                GradedResult(**graded_fields(case.test_case_id, case.result))
                 for case in batch.graded
             ],
         )

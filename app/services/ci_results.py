@@ -16,12 +16,12 @@ from app.db import case_results as result_rows
 from app.db import chunks as chunk_rows
 from app.db import runs as run_rows
 from app.db.pool import Connection
-from app.domain.results import CaseResult, CheckResult, UngradedItem
+from app.domain.results import CaseResult
 from app.domain.test_cases import TestCaseContent
 from app.errors import Conflict, FieldError, InvalidInput, NotFound
 from app.grading import grade_case, observation_from_wire
 from app.services.judging import immediate_verdicts
-from app.services.result_rows import counter_delta, result_row, row_flags
+from app.services.result_rows import case_result_of, counter_delta, result_row, row_flags
 from app.services.run_watch import RunEvent, RunWatcher
 from app.services.runs import store_gate
 from app.services.server_runs import enqueue_quietly
@@ -262,16 +262,3 @@ def _graded_from_rows(rows: list[asyncpg.Record], posted: list[GradedCase]) -> l
         GradedCase(test_case_id=case.test_case_id, result=case_result_of(by_id[case.test_case_id]))
         for case in posted
     ]
-
-
-def case_result_of(row: asyncpg.Record) -> CaseResult:
-    """A stored result row as the grading engine's CaseResult."""
-    return CaseResult(
-        score=row["score"],
-        pass_fail=row["pass_fail"],
-        graded=row["graded"],
-        partially_graded=row["partially_graded"],
-        judge_reasoning=row["judge_reasoning"],
-        check_results=msgspec.convert(row["check_results"], tuple[CheckResult, ...]),
-        ungraded_items=msgspec.convert(row["ungraded_items"], tuple[UngradedItem, ...]),
-    )

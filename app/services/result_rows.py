@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+import asyncpg
 import msgspec
 
 from app.db.case_results import RESULT_COLUMNS
-from app.domain.results import CaseResult
+from app.domain.results import CaseResult, CheckResult, UngradedItem
 
 
 def outcome_of(result: CaseResult) -> str:
@@ -72,3 +73,17 @@ def row_flags(row: Sequence[Any]) -> dict[str, Any]:
 
 
 _FLAGS = ("graded", "pass_fail", "errored", "no_checks", "judge_pending")
+
+
+def case_result_of(row: asyncpg.Record) -> CaseResult:
+    """A stored result row as the grading engine's CaseResult."""
+    return CaseResult(
+        score=row["score"],
+        pass_fail=row["pass_fail"],
+        graded=row["graded"],
+        partially_graded=row["partially_graded"],
+        judge_reasoning=row["judge_reasoning"],
+        # jsonb does not keep key order: decoding restores the documented shape.
+        check_results=msgspec.convert(row["check_results"], tuple[CheckResult, ...]),
+        ungraded_items=msgspec.convert(row["ungraded_items"], tuple[UngradedItem, ...]),
+    )
