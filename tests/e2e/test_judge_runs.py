@@ -210,6 +210,7 @@ async def test_server_mode_goes_through_grading_and_repeats_near_the_floor(
     fake_agent: FakeAgentServer,
 ) -> None:
     anthropic.when("near the floor", scored(72), scored(65), scored(75))
+    anthropic.latency_s = 0.5  # the run then sits in `grading` long enough to be seen there
     async with judging_platform(
         settings, api_key, workers, judge_env(settings, anthropic)
     ) as client:
@@ -220,10 +221,13 @@ async def test_server_mode_goes_through_grading_and_repeats_near_the_floor(
         dataset_id = await judged_dataset(client, [near, judged])
         run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id)
         statuses = set()
+        grading: dict[str, Any] = {}
         while (current := (await client.get(f"/api/v1/eval-runs/{run['run_id']}")).json())[
             "status"
         ] not in ("completed", "failed", "cancelled"):
             statuses.add(current["status"])
+            if current["status"] == "grading":
+                grading = current
             await asyncio.sleep(0.02)
         results = await all_results(client, run["run_id"])
     assert current["counts"]["done"] == 2 and current["judge"]["pending"] == 0
@@ -235,6 +239,10 @@ async def test_server_mode_goes_through_grading_and_repeats_near_the_floor(
     assert near_result["check_results"][0]["score"] == 0.72 and near_result["pass_fail"] is True
     assert current["ci_pass"] is True
     assert statuses <= {"queued", "running", "grading"}
+    # Every agent call done, verdicts still coming: the run waits in `grading`, not passing.
+    assert grading, f"the run was never seen grading: {statuses}"
+    assert grading["counts"]["done"] == 2 and grading["judge"]["pending"] >= 1
+    assert grading["ci_pass"] is False and "AI judge has not finished" in grading["ci_fail_reason"]
 
 
 async def test_a_worker_without_a_judge_key_settles_the_cases_instead_of_waiting(

@@ -223,7 +223,8 @@ async def test_cancel_stops_the_run_and_keeps_its_results(
     calls_then = len(fake_agent.requests)
     await asyncio.sleep(3)
     assert len(fake_agent.requests) == calls_then, "no agent call starts after the cancel"
-    assert time.monotonic() - cancelled_at < 5 + 1
+    last_call = max(arrived for arrived, _ in fake_agent.arrivals)
+    assert last_call - cancelled_at < 1.5, "calls stop within a second or so (the issue: 5 s)"
     final = (await client.get(f"/api/v1/eval-runs/{run['run_id']}")).json()
     assert final["status"] == "cancelled" and final["ci_pass"] is False
     stored = await all_results(client, run["run_id"])
