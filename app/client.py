@@ -19,6 +19,7 @@ import httpx
 import msgspec
 
 T = TypeVar("T")
+PageT = TypeVar("PageT", "ResultPage", "TestCasePage")
 
 
 class ClientError(Exception):
@@ -124,32 +125,30 @@ class JudgeUsage(msgspec.Struct, kw_only=True):
     stopped: str | None = None
 
 
-class ResultsAnswer(msgspec.Struct, kw_only=True):
+class RunGate(msgspec.Struct, kw_only=True):
+    """What every answer about a run says: its status, counts and CI gate."""
+
+    run_id: str
+    status: str
+    pass_rate: float | None
+    pass_threshold: float
+    ci_pass: bool
+    ci_fail_reason: str | None
+    counts: Counts
+    judge: JudgeUsage = msgspec.field(default_factory=JudgeUsage)
+
+
+class ResultsAnswer(RunGate, kw_only=True):
     """The run's gate after a batch, and the batch's grades."""
 
-    run_id: str
-    status: str
-    pass_rate: float | None
-    pass_threshold: float
-    ci_pass: bool
-    ci_fail_reason: str | None
-    counts: Counts
     results: list[CaseResult] = msgspec.field(default_factory=list)
-    judge: JudgeUsage = msgspec.field(default_factory=JudgeUsage)
 
 
-class Run(msgspec.Struct, kw_only=True):
+class Run(RunGate, kw_only=True):
     """A run's status and gate."""
 
-    run_id: str
-    status: str
     mode: str = "ci"
-    pass_rate: float | None
-    pass_threshold: float
-    ci_pass: bool
-    ci_fail_reason: str | None
-    counts: Counts
-    judge: JudgeUsage = msgspec.field(default_factory=JudgeUsage)
+    dataset_id: str | None = None
 
 
 class TestCase(msgspec.Struct, kw_only=True):
@@ -166,6 +165,15 @@ class ResultPage(msgspec.Struct, kw_only=True):
     """A page of stored results."""
 
     items: list[CaseResult]
+    next_cursor: str | None
+
+
+class TestCasePage(msgspec.Struct, kw_only=True):
+    """A page of a dataset's test cases."""
+
+    __test__ = False
+
+    items: list[TestCase]
     next_cursor: str | None
 
 
@@ -237,21 +245,29 @@ class AgentLassoClient:
         self, run_id: str, *, outcome: str | None = None
     ) -> AsyncIterator[CaseResult]:
         """Every stored result of the run (optionally one outcome), page by page."""
-        cursor: str | None = None
-        while True:
-            params: dict[str, Any] = {"limit": 1000}
-            if outcome:
-                params["outcome"] = outcome
-            if cursor:
-                params["cursor"] = cursor
-            page = await self._request(
-                "GET", f"/eval-runs/{run_id}/results", ResultPage, params=params
-            )
+        params = {"outcome": outcome} if outcome else {}
+        async for page in self._pages(f"/eval-runs/{run_id}/results", ResultPage, params):
             for item in page.items:
                 yield item
-            if page.next_cursor is None:
-                return
+
+    async def test_cases(self, dataset_id: str) -> AsyncIterator[TestCase]:
+        """Every test case of a dataset at its current revision, page by page."""
+        async for page in self._pages(f"/datasets/{dataset_id}/test-cases", TestCasePage, {}):
+            for item in page.items:
+                yield item
+
+    async def _pages(
+        self, path: str, shape: type[PageT], params: dict[str, Any]
+    ) -> AsyncIterator[PageT]:
+        """Each page of a list, following next_cursor to the end."""
+        cursor: str | None = None
+        while True:
+            query = {**params, "limit": 1000, **({"cursor": cursor} if cursor else {})}
+            page = await self._request("GET", path, shape, params=query)
+            yield page
             cursor = page.next_cursor
+            if cursor is None:
+                return
 
     async def _request(self, method: str, path: str, shape: type[T], **kwargs: Any) -> T:
         try:

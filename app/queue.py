@@ -5,43 +5,65 @@ Jobs only carry ids: what to do, and whether it was done, lives in PostgreSQL (r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
-from uuid import UUID
+import logging
+from collections.abc import Sequence
+from typing import Any, cast
 
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix, job_key_prefix
 from arq.jobs import serialize_job
 from arq.utils import timestamp_ms
+from arq.worker import run_worker as run_arq_worker
+
+from app.domain.runs import ChunkRef
+
+log = logging.getLogger("agentlasso.queue")
+
+# A Redis connection that can enqueue jobs (and, being a redis-py client, do anything else).
+QueueConnection = ArqRedis
 
 RUN_LANE = "run_lane"
 # arq's own default: a job not started within a day is dropped (the reaper re-issues it).
 JOB_EXPIRES_MS = 24 * 3600 * 1000
 
 
-async def connect(redis_url: str) -> ArqRedis:
+def redis_settings(redis_url: str) -> RedisSettings:
+    """arq's connection settings for a Redis URL."""
+    return RedisSettings.from_dsn(redis_url)
+
+
+async def connect(redis_url: str) -> QueueConnection:
     """A Redis connection that can enqueue jobs."""
-    return await create_pool(RedisSettings.from_dsn(redis_url))
+    return await create_pool(redis_settings(redis_url))
 
 
-async def enqueue_lanes(
-    redis: ArqRedis, queue_name: str, chunks: Iterable[tuple[UUID, int, str]]
-) -> int:
-    """Enqueue one lane job per (run_id, chunk_no, job_id) in a single round trip."""
+async def enqueue_lanes(redis: QueueConnection, queue_name: str, chunks: Sequence[ChunkRef]) -> int:
+    """Enqueue one lane job per chunk in a single round trip."""
     now_ms = timestamp_ms()
     pipe = redis.pipeline(transaction=False)
-    count = 0
-    for run_id, chunk_no, job_id in chunks:
-        payload = serialize_job(RUN_LANE, (str(run_id), chunk_no, job_id), {}, None, now_ms)
-        pipe.psetex(job_key_prefix + job_id, JOB_EXPIRES_MS, payload)
-        pipe.zadd(queue_name, {job_id: now_ms})
-        count += 1
-    if count:
+    for chunk in chunks:
+        args = (str(chunk.run_id), chunk.chunk_no, chunk.job_id)
+        payload = serialize_job(RUN_LANE, args, {}, None, now_ms)
+        pipe.psetex(job_key_prefix + chunk.job_id, JOB_EXPIRES_MS, payload)
+        pipe.zadd(queue_name, {chunk.job_id: now_ms})
+    if chunks:
         await pipe.execute()
-    return count
+    return len(chunks)
 
 
-async def missing_jobs(redis: ArqRedis, job_ids: Sequence[str]) -> list[str]:
+async def enqueue_quietly(
+    redis: QueueConnection, queue_name: str, chunks: Sequence[ChunkRef]
+) -> None:
+    """Enqueue chunks already queued in PostgreSQL; if Redis is away, the reaper re-issues them."""
+    if not chunks:
+        return
+    try:
+        await enqueue_lanes(redis, queue_name, chunks)
+    except Exception:  # Redis away: the chunks are queued in PostgreSQL; the reaper re-issues
+        log.exception("could not enqueue %d chunk(s); the reaper will re-issue them", len(chunks))
+
+
+async def missing_jobs(redis: QueueConnection, job_ids: Sequence[str]) -> list[str]:
     """The jobs Redis no longer holds, queued or running (lost in a Redis restart, say)."""
     if not job_ids:
         return []
@@ -50,3 +72,8 @@ async def missing_jobs(redis: ArqRedis, job_ids: Sequence[str]) -> list[str]:
         pipe.exists(job_key_prefix + job_id, in_progress_key_prefix + job_id)
     found: list[Any] = await pipe.execute()
     return [job_id for job_id, exists in zip(job_ids, found, strict=True) if not exists]
+
+
+def run_worker(settings_class: type, ctx: dict[str, Any]) -> None:
+    """Run an arq worker with these settings until it is told to stop (SIGINT or SIGTERM)."""
+    run_arq_worker(cast(Any, settings_class), ctx=ctx)

@@ -9,25 +9,24 @@ from collections.abc import AsyncIterator
 from typing import Any
 from uuid import UUID
 
-from arq.connections import RedisSettings
-
+from app import queue
 from app.agents import AgentClient
 from app.config import load_settings
+from app.coordination.rate_pacer import RatePacer
 from app.db.pool import create_pool
-from app.judge import JudgeClient
-from app.secrets_box import require_secret_key
-from app.services.judge_calls import Judge, judge_settings
-from app.services.judge_chunks import PgJudgeCache
-from app.services.lanes import run_lane as run_lane_service
-from app.services.rate_pacer import RatePacer
-from app.services.worker_state import WorkerState
-from app.services.worker_upkeep import (
+from app.engine.judge_calls import Judge, judge_settings
+from app.engine.judge_chunks import PgJudgeCache
+from app.engine.lanes import run_lane as run_lane_service
+from app.engine.upkeep import (
     CANCEL_CHECK_S,
     every,
     reap,
     send_heartbeat,
     watch_cancellations,
 )
+from app.engine.worker_state import WorkerState
+from app.judge import JudgeClient
+from app.secrets_box import require_secret_key
 
 DEFAULT_CONCURRENCY = 100
 # A chunk whose worker has not beaten for this long is taken to be dead and redone.
@@ -93,8 +92,8 @@ async def shutdown(ctx: dict[str, Any]) -> None:
     """Stop the duties and close what startup opened."""
     for duty in ctx.get("duties", []):
         duty.cancel()
-    state: WorkerState | None = ctx.get("state")
-    if state is not None:
+    if "state" in ctx:
+        state = _state(ctx)
         await state.agent_client.aclose()
         if state.judge is not None:
             await state.judge.client.aclose()
@@ -103,7 +102,14 @@ async def shutdown(ctx: dict[str, Any]) -> None:
 
 async def run_lane(ctx: dict[str, Any], run_id: str, chunk_no: int, job_id: str) -> int:
     """The one job: work through a run's chunks from this one on."""
-    return await run_lane_service(ctx["state"], UUID(run_id), chunk_no, job_id)
+    return await run_lane_service(_state(ctx), UUID(run_id), chunk_no, job_id)
+
+
+def _state(ctx: dict[str, Any]) -> WorkerState:
+    """The worker's state, as startup put it into arq's (untyped) context."""
+    state = ctx["state"]
+    assert isinstance(state, WorkerState)
+    return state
 
 
 class WorkerSettings:
@@ -112,7 +118,7 @@ class WorkerSettings:
     functions = (run_lane,)
     on_startup = startup
     on_shutdown = shutdown
-    redis_settings = RedisSettings.from_dsn(load_settings().redis_url)
+    redis_settings = queue.redis_settings(load_settings().redis_url)
     queue_name = load_settings().queue_name
     handle_signals = True
     # Lanes are cheap coroutines; agent calls are bounded by the worker's own semaphore.

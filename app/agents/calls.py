@@ -6,6 +6,9 @@ from typing import Any
 
 import msgspec
 
+from app.domain.agent_calls import AgentCall, Attempt
+from app.domain.case_results import Reported
+
 
 class AgentTarget(msgspec.Struct, frozen=True):
     """The agent to call: its URL, its headers (already decrypted) and one attempt's timeout."""
@@ -13,15 +16,6 @@ class AgentTarget(msgspec.Struct, frozen=True):
     url: str
     headers: dict[str, str]
     timeout_s: float
-
-
-class Attempt(msgspec.Struct, frozen=True):
-    """One try: the HTTP status (None when no answer came), how long it took, what went wrong."""
-
-    number: int
-    status: int | None
-    latency_ms: int
-    error: str | None
 
 
 class AgentCallResult(msgspec.Struct, frozen=True):
@@ -32,3 +26,11 @@ class AgentCallResult(msgspec.Struct, frozen=True):
     error: str | None
     attempts: tuple[Attempt, ...]
     latency_ms: int
+
+    def call_record(self) -> AgentCall:
+        """What a stored result keeps of this call."""
+        return AgentCall(latency_ms=self.latency_ms, attempts=self.attempts, error=self.error)
+
+    def reported(self) -> Reported:
+        """What the agent answered, as a result keeps it (UNSET: not in the answer)."""
+        return Reported(actual_output=self.actual_output, actual_tool_calls=self.actual_tool_calls)

@@ -17,7 +17,7 @@ import httpcore
 import msgspec
 
 from app.agents.address_guard import AddressRefused, Resolver, parse_agent_url, resolve_host
-from app.agents.calls import AgentCallResult, AgentTarget, Attempt
+from app.agents.calls import AgentCallResult, AgentTarget
 from app.agents.connections import ConnectionPool
 from app.agents.failures import (
     answered_status,
@@ -31,6 +31,7 @@ from app.agents.failures import (
 from app.agents.replies import Reply, parse_reply
 from app.agents.retries import RETRYABLE_STATUSES, RetryPolicy, retry_after_s
 from app.agents.transport import GuardedConnector, agent_ssl_context
+from app.domain.agent_calls import Attempt
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 # Sent whatever the agent's stored headers say: identity keeps a gzip bomb from being inflated.

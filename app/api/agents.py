@@ -5,14 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-import asyncpg
 import msgspec
 from litestar import Controller, delete, get, patch, post
-from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery, JSONBody
 
-from app.api.auth import ProjectId
+from app.api.auth import PlatformDep, ProjectId
 from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
+from app.domain import agents as domain
 from app.domain.test_cases import CaseInput
 from app.services import agents as service
 
@@ -90,19 +89,19 @@ class InvokeResult(msgspec.Struct, kw_only=True):
     latency_ms: int
 
 
-def agent_out(row: asyncpg.Record) -> Agent:
-    """The API shape of an agent row."""
+def agent_out(agent: domain.Agent) -> Agent:
+    """The API shape of an agent: header names, never their values."""
     return Agent(
-        id=str(row["id"]),
-        name=row["name"],
-        url=row["url"],
-        header_names=list(row["header_names"]),
-        timeout_s=row["timeout_s"],
-        max_concurrency=row["max_concurrency"],
-        system_prompt=row["system_prompt"],
-        tools=row["tools"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
+        id=str(agent.id),
+        name=agent.name,
+        url=agent.url,
+        header_names=list(agent.header_names),
+        timeout_s=agent.timeout_s,
+        max_concurrency=agent.max_concurrency,
+        system_prompt=agent.system_prompt,
+        tools=agent.tools,
+        created_at=agent.created_at,
+        updated_at=agent.updated_at,
     )
 
 
@@ -114,45 +113,44 @@ class AgentController(Controller):
 
     @post(operation_id="createAgent")
     async def create(
-        self, state: State, project_id: ProjectId, data: JSONBody[AgentCreate]
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        data: JSONBody[AgentCreate],
     ) -> Agent:
         """Register an agent (its URL must pass the address guard)."""
         spec = service.AgentSpec(**msgspec.structs.asdict(data))
-        row = await service.create_agent(
-            state.pool,
-            state.secret_key,
-            project_id,
-            spec,
-            allow_private=state.settings.allow_private_agents,
-        )
+        row = await service.create_agent(platform, project_id, spec)
         return agent_out(row)
 
     @get(operation_id="listAgents")
     async def list(
         self,
-        state: State,
+        platform: PlatformDep,
         project_id: ProjectId,
         limit: FromQuery[int] = DEFAULT_LIMIT,
         cursor: FromQuery[str | None] = None,
     ) -> AgentPage:
         """The project's agents, oldest first."""
         limit = check_limit(limit)
-        rows = await service.list_agents(state.pool, project_id, decode_cursor(cursor), limit + 1)
+        rows = await service.list_agents(platform, project_id, decode_cursor(cursor), limit + 1)
         return AgentPage(
             items=[agent_out(row) for row in rows[:limit]],
-            next_cursor=next_cursor([row["seq"] for row in rows], limit),
+            next_cursor=next_cursor([row.seq for row in rows], limit),
         )
 
     @get("/{agent_id:str}", operation_id="getAgent")
-    async def read(self, state: State, project_id: ProjectId, agent_id: FromPath[str]) -> Agent:
+    async def read(
+        self, platform: PlatformDep, project_id: ProjectId, agent_id: FromPath[str]
+    ) -> Agent:
         """One agent."""
-        row = await service.get_agent(state.pool, project_id, parse_id(agent_id, "agent"))
+        row = await service.get_agent(platform, project_id, parse_id(agent_id, "agent"))
         return agent_out(row)
 
     @patch("/{agent_id:str}", operation_id="updateAgent")
     async def update(
         self,
-        state: State,
+        platform: PlatformDep,
         project_id: ProjectId,
         agent_id: FromPath[str],
         data: JSONBody[AgentUpdate],
@@ -163,34 +161,27 @@ class AgentController(Controller):
             for field in data.__struct_fields__
             if (value := getattr(data, field)) is not msgspec.UNSET
         }
-        row = await service.update_agent(
-            state.pool,
-            state.secret_key,
-            project_id,
-            parse_id(agent_id, "agent"),
-            changes,
-            allow_private=state.settings.allow_private_agents,
-        )
+        row = await service.update_agent(platform, project_id, parse_id(agent_id, "agent"), changes)
         return agent_out(row)
 
     @delete("/{agent_id:str}", operation_id="deleteAgent")
-    async def remove(self, state: State, project_id: ProjectId, agent_id: FromPath[str]) -> None:
+    async def remove(
+        self, platform: PlatformDep, project_id: ProjectId, agent_id: FromPath[str]
+    ) -> None:
         """Delete an agent."""
-        await service.delete_agent(state.pool, project_id, parse_id(agent_id, "agent"))
+        await service.delete_agent(platform, project_id, parse_id(agent_id, "agent"))
 
     @post("/{agent_id:str}/invoke", operation_id="invokeAgent", status_code=200)
     async def invoke(
         self,
-        state: State,
+        platform: PlatformDep,
         project_id: ProjectId,
         agent_id: FromPath[str],
         data: JSONBody[InvokeRequest],
     ) -> InvokeResult:
         """Call the agent once; a failed call is a 200 whose `error` says why."""
         result = await service.invoke_agent(
-            state.pool,
-            state.secret_key,
-            state.agent_client,
+            platform,
             project_id,
             parse_id(agent_id, "agent"),
             data.input,

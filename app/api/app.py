@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import FrameType
 from typing import Any
 
@@ -17,48 +17,69 @@ from litestar.openapi import OpenAPIConfig
 from app import queue
 from app.agents import AgentClient
 from app.api.agents import AgentController
-from app.api.auth import provide_project_id, require_api_key
+from app.api.auth import provide_platform, provide_project_id, require_api_key
 from app.api.datasets import DatasetController
 from app.api.demo_agent import demo_agent
 from app.api.health import health, ready
 from app.api.preview import PreviewController
 from app.api.problems import EXCEPTION_HANDLERS
-from app.api.runs import RunController, RunResultsController
+from app.api.run_results import PostedResultsController, RunResultsController
+from app.api.runs import RunController
 from app.api.test_cases import DatasetTestCaseController, TestCaseController
 from app.config import Settings, load_settings
+from app.coordination.run_watch import RunWatcher
 from app.db.pool import create_pool
 from app.secrets_box import require_secret_key
-from app.services.run_watch import RunWatcher
+from app.services.platform import Platform
 
 
-def _lifespan(settings: Settings):  # type: ignore[no-untyped-def]
+def _lifespan(
+    settings: Settings,
+) -> Callable[[Litestar], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        app.state.settings = settings
-        app.state.secret_key = require_secret_key(settings)
-        app.state.pool = await create_pool(
-            settings.database_url, min_size=settings.db_pool_min, max_size=settings.db_pool_max
-        )
-        app.state.redis = await queue.connect(settings.redis_url)
-        app.state.watcher = RunWatcher(settings.database_url, app.state.pool)
-        await app.state.watcher.start()
-        app.state.agent_client = AgentClient(
-            max_connections=20,
-            allow_private=settings.allow_private_agents,
-            max_body_bytes=settings.agent_max_body_bytes,
-            max_attempts=settings.agent_max_attempts,
-            retry_after_cap_s=settings.agent_retry_after_cap_s,
-        )
-        answer_waiters_on_stop_signals(app.state.watcher)
+        platform = await open_platform(settings)
+        app.state.platform = platform
+        answer_waiters_on_stop_signals(platform.watcher)
         try:
             yield
         finally:
-            await app.state.agent_client.aclose()
-            await app.state.watcher.stop()
-            await app.state.redis.aclose()
-            await app.state.pool.close()
+            await close_platform(platform)
 
     return lifespan
+
+
+async def open_platform(settings: Settings) -> Platform:
+    """Connect to PostgreSQL and Redis and start listening for run events."""
+    secret_key = require_secret_key(settings)
+    pool = await create_pool(
+        settings.database_url, min_size=settings.db_pool_min, max_size=settings.db_pool_max
+    )
+    watcher = RunWatcher(settings.database_url, pool)
+    await watcher.start()
+    agent_client = AgentClient(
+        max_connections=20,
+        allow_private=settings.allow_private_agents,
+        max_body_bytes=settings.agent_max_body_bytes,
+        max_attempts=settings.agent_max_attempts,
+        retry_after_cap_s=settings.agent_retry_after_cap_s,
+    )
+    return Platform(
+        settings=settings,
+        pool=pool,
+        queue=await queue.connect(settings.redis_url),
+        watcher=watcher,
+        secret_key=secret_key,
+        agent_client=agent_client,
+    )
+
+
+async def close_platform(platform: Platform) -> None:
+    """Close what open_platform opened."""
+    await platform.agent_client.aclose()
+    await platform.watcher.stop()
+    await platform.queue.aclose()
+    await platform.pool.close()
 
 
 def answer_waiters_on_stop_signals(watcher: RunWatcher) -> None:
@@ -93,9 +114,10 @@ def api_router() -> Router:
             RunController,
             PreviewController,
             RunResultsController,
+            PostedResultsController,
         ],
         guards=[require_api_key],
-        dependencies={"project_id": Provide(provide_project_id)},
+        dependencies={"project_id": Provide(provide_project_id, sync_to_thread=False)},
     )
 
 
@@ -111,6 +133,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             *([demo_agent] if settings.demo_agent else []),
         ],
         lifespan=[_lifespan(settings)],
+        dependencies={"platform": Provide(provide_platform, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="AgentLasso", version="0.1.0", path="/schema"),

@@ -11,9 +11,12 @@ from litestar.di import NamedDependency
 from litestar.handlers import BaseRouteHandler
 
 from app.services.api_keys import authenticate
+from app.services.platform import Platform
 
 # A handler parameter of this type receives the caller's project id.
 ProjectId = NamedDependency[UUID]
+# A handler parameter of this type (named `platform`) receives the process's Platform.
+PlatformDep = NamedDependency[Platform]
 
 
 def presented_key(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
@@ -29,11 +32,23 @@ async def require_api_key(
     connection: ASGIConnection[Any, Any, Any, Any], _handler: BaseRouteHandler
 ) -> None:
     """Guard: authenticate the caller and remember its project for the handler."""
-    pool = connection.app.state.pool
-    connection.state.project_id = await authenticate(pool, presented_key(connection))
+    platform = platform_of(connection)
+    connection.state.project_id = await authenticate(platform.pool, presented_key(connection))
 
 
-async def provide_project_id(request: Request[Any, Any, Any]) -> UUID:
+def provide_project_id(request: Request[Any, Any, Any]) -> UUID:
     """The caller's project, as the guard found it."""
     project_id: UUID = request.state.project_id
     return project_id
+
+
+def platform_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Platform:
+    """The process's Platform, as the lifespan opened it."""
+    platform = connection.app.state.platform
+    assert isinstance(platform, Platform)
+    return platform
+
+
+def provide_platform(request: Request[Any, Any, Any]) -> Platform:
+    """Dependency: the process's Platform, for every handler that asks for `platform`."""
+    return platform_of(request)

@@ -5,14 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-import asyncpg
 import msgspec
 from litestar import Controller, delete, get, patch, post
-from litestar.datastructures import State
 from litestar.params import FromPath, FromQuery, JSONBody
 
-from app.api.auth import ProjectId
+from app.api.auth import PlatformDep, ProjectId
 from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
+from app.domain import datasets as domain
 from app.services import datasets as service
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
@@ -53,15 +52,15 @@ class DatasetPage(msgspec.Struct, kw_only=True):
     next_cursor: str | None
 
 
-def dataset_out(row: asyncpg.Record) -> Dataset:
-    """The API shape of a dataset row."""
+def dataset_out(dataset: domain.Dataset) -> Dataset:
+    """The API shape of a dataset."""
     return Dataset(
-        id=str(row["id"]),
-        name=row["name"],
-        description=row["description"],
-        data_context=row["data_context"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
+        id=str(dataset.id),
+        name=dataset.name,
+        description=dataset.description,
+        data_context=dataset.data_context,
+        created_at=dataset.created_at,
+        updated_at=dataset.updated_at,
     )
 
 
@@ -73,40 +72,48 @@ class DatasetController(Controller):
 
     @post(operation_id="createDataset")
     async def create(
-        self, state: State, project_id: ProjectId, data: JSONBody[DatasetCreate]
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        data: JSONBody[DatasetCreate],
     ) -> Dataset:
         """Create a dataset."""
         row = await service.create_dataset(
-            state.pool, project_id, data.name, data.description, data.data_context
+            platform, project_id, data.name, data.description, data.data_context
         )
         return dataset_out(row)
 
     @get(operation_id="listDatasets")
     async def list(
         self,
-        state: State,
+        platform: PlatformDep,
         project_id: ProjectId,
         limit: FromQuery[int] = DEFAULT_LIMIT,
         cursor: FromQuery[str | None] = None,
     ) -> DatasetPage:
         """The project's datasets, oldest first."""
         limit = check_limit(limit)
-        rows = await service.list_datasets(state.pool, project_id, decode_cursor(cursor), limit + 1)
+        rows = await service.list_datasets(platform, project_id, decode_cursor(cursor), limit + 1)
         return DatasetPage(
             items=[dataset_out(row) for row in rows[:limit]],
-            next_cursor=next_cursor([row["seq"] for row in rows], limit),
+            next_cursor=next_cursor([row.seq for row in rows], limit),
         )
 
     @get("/{dataset_id:str}", operation_id="getDataset")
-    async def read(self, state: State, project_id: ProjectId, dataset_id: FromPath[str]) -> Dataset:
+    async def read(
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        dataset_id: FromPath[str],
+    ) -> Dataset:
         """One dataset."""
-        row = await service.get_dataset(state.pool, project_id, parse_id(dataset_id, "dataset"))
+        row = await service.get_dataset(platform, project_id, parse_id(dataset_id, "dataset"))
         return dataset_out(row)
 
     @patch("/{dataset_id:str}", operation_id="updateDataset")
     async def update(
         self,
-        state: State,
+        platform: PlatformDep,
         project_id: ProjectId,
         dataset_id: FromPath[str],
         data: JSONBody[DatasetUpdate],
@@ -118,11 +125,16 @@ class DatasetController(Controller):
             if (value := getattr(data, field)) is not msgspec.UNSET
         }
         row = await service.update_dataset(
-            state.pool, project_id, parse_id(dataset_id, "dataset"), changes
+            platform, project_id, parse_id(dataset_id, "dataset"), changes
         )
         return dataset_out(row)
 
     @delete("/{dataset_id:str}", operation_id="deleteDataset")
-    async def remove(self, state: State, project_id: ProjectId, dataset_id: FromPath[str]) -> None:
+    async def remove(
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        dataset_id: FromPath[str],
+    ) -> None:
         """Delete a dataset with its test cases."""
-        await service.delete_dataset(state.pool, project_id, parse_id(dataset_id, "dataset"))
+        await service.delete_dataset(platform, project_id, parse_id(dataset_id, "dataset"))

@@ -7,7 +7,8 @@ from collections.abc import Awaitable
 
 import msgspec
 from litestar import Response, get
-from litestar.datastructures import State
+
+from app.api.auth import PlatformDep
 
 PROBE_TIMEOUT_S = 2.0
 
@@ -42,10 +43,10 @@ async def _probe(check: Awaitable[object]) -> str:
 
 
 @get("/ready", operation_id="ready", tags=["health"])
-async def ready(state: State) -> Response[Readiness]:
+async def ready(platform: PlatformDep) -> Response[Readiness]:
     """The database and Redis both answer."""
-    database = await _probe(state.pool.fetchval("SELECT 1"))
-    redis = await _probe(state.redis.ping())
+    database = await _probe(platform.pool.fetchval("SELECT 1"))
+    redis = await _probe(platform.queue.ping())
     body = Readiness(
         status="ok" if database == redis == "ok" else "unavailable", database=database, redis=redis
     )

@@ -6,10 +6,9 @@ from typing import Any
 
 import msgspec
 from litestar import Controller, post
-from litestar.datastructures import State
 from litestar.params import FromPath, JSONBody
 
-from app.api.auth import ProjectId
+from app.api.auth import PlatformDep, ProjectId
 from app.api.pagination import parse_id
 from app.domain.checks import Check
 from app.domain.results import CaseResult
@@ -50,12 +49,12 @@ class PreviewController(Controller):
 
     @post("/test-cases/{test_case_id:str}/preview", operation_id="previewTestCase", status_code=200)
     async def stored(
-        self, state: State, project_id: ProjectId, test_case_id: FromPath[str],
+        self, platform: PlatformDep, project_id: ProjectId, test_case_id: FromPath[str],
         data: JSONBody[ReplyPreview],
     ) -> PreviewResult:  # fmt: skip
         """The grade this case would give the reply (its current revision)."""
         result = await preview.preview_stored_case(
-            state.pool, project_id, parse_id(test_case_id, "test case"), data.actual_output,
+            platform, project_id, parse_id(test_case_id, "test case"), data.actual_output,
             data.actual_tool_calls,
         )  # fmt: skip
         return PreviewResult(result=result, warnings=[])

@@ -18,8 +18,10 @@ from app.errors import (
     MalformedBody,
     NotAuthenticated,
     NotFound,
+    friendlier,
+    pointer_from_path,
+    with_named_field,
 )
-from app.services.decode_errors import friendlier, pointer_from_path, with_named_field
 
 log = logging.getLogger("agentlasso.api")
 

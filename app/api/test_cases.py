@@ -5,21 +5,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import asyncpg
 import msgspec
 from litestar import Controller, Request, delete, get, patch, post
-from litestar.datastructures import State
 from litestar.exceptions import HTTPException
 from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.response import Stream
 
-from app.api.auth import ProjectId
+from app.api.auth import PlatformDep, ProjectId
 from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
+from app.domain import test_cases as domain
 from app.domain.checks import Check
 from app.domain.test_cases import CaseInput, Confidence, EvaluationType, TestCaseContent
 from app.services import test_cases as service
 from app.services import transfer
-from app.services.test_cases import ContentWarning, content_from_row
+from app.services.test_cases import ContentWarning
 
 JSONL_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
 
@@ -108,13 +107,13 @@ class ImportResult(msgspec.Struct):
     imported: int
 
 
-def case_out(row: asyncpg.Record, warnings: list[ContentWarning] | None = None) -> TestCase:
-    """The API shape of a case row."""
-    content = content_from_row(row)
+def case_out(case: domain.TestCase, warnings: list[ContentWarning] | None = None) -> TestCase:
+    """The API shape of a case at its current revision."""
+    content = case.content
     return TestCase(
-        id=str(row["id"]),
-        dataset_id=str(row["dataset_id"]),
-        revision=row["revision"],
+        id=str(case.id),
+        dataset_id=str(case.dataset_id),
+        revision=case.revision,
         input=content.input,
         checks_version=content.checks_version,
         checks=content.checks,
@@ -123,8 +122,8 @@ def case_out(row: asyncpg.Record, warnings: list[ContentWarning] | None = None) 
         evaluation_type=content.evaluation_type,
         min_confidence=content.min_confidence,
         description=content.description,
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
+        created_at=case.created_at,
+        updated_at=case.updated_at,
         warnings=msgspec.UNSET if warnings is None else warnings,
     )
 
@@ -138,21 +137,21 @@ class DatasetTestCaseController(Controller):
     @post(operation_id="createTestCase")
     async def create(
         self,
-        state: State,
+        platform: PlatformDep,
         project_id: ProjectId,
         dataset_id: FromPath[str],
         data: JSONBody[TestCaseCreate],
     ) -> TestCase:
         """Add a test case to the dataset."""
         row, warnings = await service.create_test_case(
-            state.pool, project_id, parse_id(dataset_id, "dataset"), data.content()
+            platform, project_id, parse_id(dataset_id, "dataset"), data.content()
         )
         return case_out(row, warnings)
 
     @get(operation_id="listTestCases")
     async def list(
         self,
-        state: State,
+        platform: PlatformDep,
         project_id: ProjectId,
         dataset_id: FromPath[str],
         limit: FromQuery[int] = DEFAULT_LIMIT,
@@ -161,7 +160,7 @@ class DatasetTestCaseController(Controller):
         """The dataset's cases in order, a page at a time."""
         limit = check_limit(limit)
         rows = await service.list_test_cases(
-            state.pool,
+            platform,
             project_id,
             parse_id(dataset_id, "dataset"),
             decode_cursor(cursor),
@@ -169,23 +168,23 @@ class DatasetTestCaseController(Controller):
         )
         return TestCasePage(
             items=[case_out(row) for row in rows[:limit]],
-            next_cursor=next_cursor([row["seq"] for row in rows], limit),
+            next_cursor=next_cursor([row.seq for row in rows], limit),
         )
 
     # The import enforces its own (larger) limit while streaming, line by line.
     @post("/import", operation_id="importTestCases", status_code=201, request_max_body_size=None)
     async def import_jsonl(
         self,
-        state: State,
+        platform: PlatformDep,
         project_id: ProjectId,
         dataset_id: FromPath[str],
         request: Request[Any, Any, Any],
     ) -> ImportResult:
         """Import JSON Lines, one case per line: every line, or nothing."""
         _require_jsonl(request)
-        settings = state.settings
+        settings = platform.settings
         imported = await transfer.import_test_cases(
-            state.pool,
+            platform,
             project_id,
             parse_id(dataset_id, "dataset"),
             request.stream(),
@@ -196,11 +195,14 @@ class DatasetTestCaseController(Controller):
 
     @get("/export", operation_id="exportTestCases", media_type="application/x-ndjson")
     async def export_jsonl(
-        self, state: State, project_id: ProjectId, dataset_id: FromPath[str]
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        dataset_id: FromPath[str],
     ) -> Stream:
         """Stream the dataset's cases as JSON Lines that import back unchanged."""
         chunks = await transfer.export_test_cases(
-            state.pool, project_id, parse_id(dataset_id, "dataset")
+            platform, project_id, parse_id(dataset_id, "dataset")
         )
         return Stream(chunks, media_type="application/x-ndjson")
 
@@ -222,31 +224,35 @@ class TestCaseController(Controller):
 
     @get(operation_id="getTestCase")
     async def read(
-        self, state: State, project_id: ProjectId, test_case_id: FromPath[str]
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        test_case_id: FromPath[str],
     ) -> TestCase:
         """A test case at its current revision."""
-        row = await service.get_test_case(
-            state.pool, project_id, parse_id(test_case_id, "test case")
-        )
+        row = await service.get_test_case(platform, project_id, parse_id(test_case_id, "test case"))
         return case_out(row)
 
     @patch(operation_id="updateTestCase")
     async def update(
         self,
-        state: State,
+        platform: PlatformDep,
         project_id: ProjectId,
         test_case_id: FromPath[str],
         data: JSONBody[TestCaseUpdate],
     ) -> TestCase:
         """Change a test case: a new revision; runs keep the revision they ran."""
         row, warnings = await service.update_test_case(
-            state.pool, project_id, parse_id(test_case_id, "test case"), data.apply
+            platform, project_id, parse_id(test_case_id, "test case"), data.apply
         )
         return case_out(row, warnings)
 
     @delete(operation_id="deleteTestCase")
     async def remove(
-        self, state: State, project_id: ProjectId, test_case_id: FromPath[str]
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        test_case_id: FromPath[str],
     ) -> None:
         """Delete a test case."""
-        await service.delete_test_case(state.pool, project_id, parse_id(test_case_id, "test case"))
+        await service.delete_test_case(platform, project_id, parse_id(test_case_id, "test case"))

@@ -5,15 +5,12 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-import asyncpg
 import msgspec
 
 from app.db.pool import Connection, Executor
+from app.domain.agents import Agent
 
-_COLUMNS = (
-    "id, seq, name, url, headers_encrypted, header_names, timeout_s, max_concurrency,"
-    " system_prompt, tools, created_at, updated_at"
-)
+_COLUMNS = ", ".join(Agent.__struct_fields__)
 
 _INSERT = f"""
 INSERT INTO agents (id, project_id, name, url, headers_encrypted, header_names, timeout_s,
@@ -55,43 +52,39 @@ class AgentValues(msgspec.Struct, frozen=True, kw_only=True):
     tools: list[dict[str, Any]] | None
 
 
-def values_of(row: asyncpg.Record) -> AgentValues:
-    """The stored fields of a row, to change some and write them back."""
-    return AgentValues(**{field: row[field] for field in AgentValues.__struct_fields__})
+def values_of(agent: Agent) -> AgentValues:
+    """The stored fields of an agent, to change some and write them back."""
+    return AgentValues(**{field: getattr(agent, field) for field in AgentValues.__struct_fields__})
 
 
 async def insert_agent(
     executor: Executor, project_id: UUID, agent_id: UUID, values: AgentValues
-) -> asyncpg.Record:
-    """Create an agent and return its row."""
-    row: asyncpg.Record | None = await executor.fetchrow(
-        _INSERT, agent_id, project_id, *msgspec.structs.astuple(values)
-    )
+) -> Agent:
+    """Create an agent and return it."""
+    row = await executor.fetchrow(_INSERT, agent_id, project_id, *msgspec.structs.astuple(values))
     assert row is not None, "RETURNING always yields the row written"
-    return row
+    return Agent(**row)
 
 
-async def get_agent(executor: Executor, project_id: UUID, agent_id: UUID) -> asyncpg.Record | None:
-    """The agent's row, or None when it is not in this project."""
-    row: asyncpg.Record | None = await executor.fetchrow(_GET, project_id, agent_id)
-    return row
+async def get_agent(executor: Executor, project_id: UUID, agent_id: UUID) -> Agent | None:
+    """The agent, or None when it is not in this project."""
+    row = await executor.fetchrow(_GET, project_id, agent_id)
+    return None if row is None else Agent(**row)
 
 
 async def list_agents(
     executor: Executor, project_id: UUID, after_seq: int, limit: int
-) -> list[asyncpg.Record]:
+) -> list[Agent]:
     """One page of the project's agents, oldest first."""
-    return list(await executor.fetch(_LIST, project_id, after_seq, limit))
+    return [Agent(**row) for row in await executor.fetch(_LIST, project_id, after_seq, limit)]
 
 
 async def update_agent(
     connection: Connection, project_id: UUID, agent_id: UUID, values: AgentValues
-) -> asyncpg.Record | None:
+) -> Agent | None:
     """Overwrite the agent's fields; None when it is not in this project."""
-    row: asyncpg.Record | None = await connection.fetchrow(
-        _UPDATE, project_id, agent_id, *msgspec.structs.astuple(values)
-    )
-    return row
+    row = await connection.fetchrow(_UPDATE, project_id, agent_id, *msgspec.structs.astuple(values))
+    return None if row is None else Agent(**row)
 
 
 async def delete_agent(executor: Executor, project_id: UUID, agent_id: UUID) -> bool:

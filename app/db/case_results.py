@@ -10,60 +10,41 @@ import asyncpg
 import msgspec
 
 from app.db.pool import Connection, Executor
+from app.db.test_cases import content_of
+from app.domain.agent_calls import AgentCall, Attempt
+from app.domain.case_results import AwaitingJudge, JudgedResult, NewResult, Reported, StoredResult
+from app.domain.judging import JudgeRecord
+from app.domain.results import CaseResult, CheckResult, UngradedItem
+from app.domain.runs import ResultFlags
 
-RESULT_COLUMNS = (
-    "run_id",
-    "test_case_id",
-    "trial",
-    "revision_id",
-    "outcome",
-    "graded",
-    "pass_fail",
-    "no_checks",
-    "errored",
-    "score",
-    "partially_graded",
-    "judge_reasoning",
-    "check_results",
-    "ungraded_items",
-    "output_reported",
-    "actual_output",
-    "tool_calls_reported",
-    "actual_tool_calls",
-    "agent_latency_ms",
-    "agent_attempts",
-    "agent_error",
-    "judge_pending",
-    "judge_records",
-)
+# The NewResult struct's fields are the columns a result is written with.
+RESULT_COLUMNS = NewResult.__struct_fields__
+_FLAG_COLUMNS = "graded, pass_fail, errored, no_checks, judge_pending"
 
 # Removing the results a batch replaces, returning what they contributed to the counters.
-_DELETE_REPLACED = """
+_DELETE_REPLACED = f"""
 DELETE FROM case_results
 WHERE run_id = $1 AND trial = $2 AND test_case_id = ANY($3::uuid[])
-RETURNING graded, pass_fail, errored, no_checks, judge_pending
+RETURNING {_FLAG_COLUMNS}
 """
 
 # Each row once: a chunk done twice (a re-run after a crash) inserts nothing the second time,
 # and RETURNING names exactly the rows that count.
-_INSERT_NEW = """
-INSERT INTO case_results (run_id, test_case_id, trial, revision_id, outcome, graded, pass_fail,
-    no_checks, errored, score, partially_graded, judge_reasoning, check_results, ungraded_items,
-    output_reported, actual_output, tool_calls_reported, actual_tool_calls, agent_latency_ms,
-    agent_attempts, agent_error, judge_pending, judge_records)
+_INSERT_NEW = f"""
+INSERT INTO case_results ({", ".join(RESULT_COLUMNS)})
 SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::uuid[], $5::text[], $6::bool[],
     $7::bool[], $8::bool[], $9::bool[], $10::float8[], $11::bool[], $12::text[], $13::jsonb[],
     $14::jsonb[], $15::bool[], $16::jsonb[], $17::bool[], $18::jsonb[], $19::int[], $20::jsonb[],
     $21::text[], $22::bool[], $23::jsonb[])
 ON CONFLICT (run_id, test_case_id, trial) DO NOTHING
-RETURNING test_case_id, trial, seq, graded, pass_fail, errored, no_checks, judge_pending
+RETURNING seq, {_FLAG_COLUMNS}
 """
 
 # The rows a judge chunk re-grades, locked, with what they counted for before.
 _LOCK_PENDING = """
-SELECT c.seq, c.test_case_id, c.trial, c.graded, c.pass_fail, c.no_checks, c.errored,
-       c.judge_pending, c.actual_output,
-       c.output_reported, c.actual_tool_calls, c.tool_calls_reported, c.agent_error,
+SELECT c.seq, c.graded, c.pass_fail, c.no_checks, c.errored, c.judge_pending,
+       c.output_reported, c.actual_output, c.tool_calls_reported, c.actual_tool_calls,
+       c.agent_error,
        r.input, r.checks_version, r.checks, r.evaluation_criteria_json, r.expected_output,
        r.evaluation_type, r.min_confidence, r.description
 FROM case_results c JOIN test_case_revisions r ON r.id = c.revision_id
@@ -104,25 +85,62 @@ ORDER BY seq
 LIMIT $4
 """
 
-
-async def delete_replaced(
-    connection: Connection, run_id: UUID, trial: int, test_case_ids: list[UUID]
-) -> list[asyncpg.Record]:
-    """Delete the existing results for these cases; returns their counter flags."""
-    return list(await connection.fetch(_DELETE_REPLACED, run_id, trial, test_case_ids))
-
-
-async def copy_results(connection: Connection, rows: Sequence[Sequence[Any]]) -> None:
-    """Store new results (rows in RESULT_COLUMNS order) through COPY."""
-    await connection.copy_records_to_table("case_results", records=rows, columns=RESULT_COLUMNS)
-
-
 _JSONB_COLUMNS = frozenset(
     RESULT_COLUMNS.index(name)
     for name in ("check_results", "ungraded_items", "actual_output", "actual_tool_calls",
                  "agent_attempts", "judge_records")
 )  # fmt: skip
 _encoder = msgspec.json.Encoder()
+_RECORDS = tuple[JudgeRecord, ...]
+
+
+class Inserted(msgspec.Struct, frozen=True):
+    """A result this write stored (not one stored before): its row id, and what it counts for."""
+
+    seq: int
+    flags: ResultFlags
+
+
+def _flags(row: asyncpg.Record) -> ResultFlags:
+    return ResultFlags(
+        graded=row["graded"],
+        pass_fail=row["pass_fail"],
+        errored=row["errored"],
+        no_checks=row["no_checks"],
+        judge_pending=row["judge_pending"],
+    )
+
+
+def _reported(row: asyncpg.Record) -> Reported:
+    return Reported(
+        actual_output=row["actual_output"] if row["output_reported"] else msgspec.UNSET,
+        actual_tool_calls=row["actual_tool_calls"] if row["tool_calls_reported"] else msgspec.UNSET,
+    )
+
+
+def _stored(row: asyncpg.Record) -> StoredResult:
+    # jsonb does not keep key order: converting restores the documented shapes.
+    attempts = row["agent_attempts"]
+    records = row["judge_records"]
+    return StoredResult(
+        seq=row["seq"], run_id=row["run_id"], test_case_id=row["test_case_id"],
+        trial=row["trial"], revision_id=row["revision_id"],
+        result=CaseResult(
+            score=row["score"], pass_fail=row["pass_fail"], graded=row["graded"],
+            partially_graded=row["partially_graded"], judge_reasoning=row["judge_reasoning"],
+            check_results=msgspec.convert(row["check_results"], tuple[CheckResult, ...]),
+            ungraded_items=msgspec.convert(row["ungraded_items"], tuple[UngradedItem, ...]),
+        ),
+        reported=_reported(row),
+        agent_call=None if attempts is None else AgentCall(
+            latency_ms=row["agent_latency_ms"],
+            attempts=msgspec.convert(attempts, tuple[Attempt, ...]),
+            error=row["agent_error"],
+        ),
+        judge_pending=row["judge_pending"],
+        judge_records=None if records is None else msgspec.convert(records, _RECORDS),
+        agent_error=row["agent_error"], created_at=row["created_at"],
+    )  # fmt: skip
 
 
 def _as_jsonb_element(value: Any) -> msgspec.Raw | None:
@@ -131,15 +149,38 @@ def _as_jsonb_element(value: Any) -> msgspec.Raw | None:
     return None if value is None else msgspec.Raw(_encoder.encode(value))
 
 
-async def insert_new(connection: Connection, rows: Sequence[Sequence[Any]]) -> list[asyncpg.Record]:
-    """Store results not stored yet (rows in RESULT_COLUMNS order); returns the ones inserted."""
-    if not rows:
+def _jsonb_column(values: Sequence[Any]) -> list[msgspec.Raw | None]:
+    return [_as_jsonb_element(value) for value in values]
+
+
+async def delete_replaced(
+    connection: Connection, run_id: UUID, trial: int, test_case_ids: list[UUID]
+) -> list[ResultFlags]:
+    """Delete the existing results for these cases; returns what they counted for."""
+    rows = await connection.fetch(_DELETE_REPLACED, run_id, trial, test_case_ids)
+    return [_flags(row) for row in rows]
+
+
+async def copy_results(connection: Connection, results: Sequence[NewResult]) -> None:
+    """Store new results through COPY."""
+    await connection.copy_records_to_table(
+        "case_results",
+        records=[msgspec.structs.astuple(result) for result in results],
+        columns=RESULT_COLUMNS,
+    )
+
+
+async def insert_new(connection: Connection, results: Sequence[NewResult]) -> list[Inserted]:
+    """Store the results not stored yet; returns the ones this call inserted."""
+    if not results:
         return []
+    rows = [msgspec.structs.astuple(result) for result in results]
     columns = [
-        [_as_jsonb_element(value) for value in column] if index in _JSONB_COLUMNS else list(column)
+        _jsonb_column(column) if index in _JSONB_COLUMNS else list(column)
         for index, column in enumerate(zip(*rows, strict=True))
     ]
-    return list(await connection.fetch(_INSERT_NEW, *columns))
+    inserted = await connection.fetch(_INSERT_NEW, *columns)
+    return [Inserted(row["seq"], _flags(row)) for row in inserted]
 
 
 async def existing(
@@ -151,46 +192,55 @@ async def existing(
 
 
 async def list_results(
-    executor: Executor,
-    run_id: UUID,
-    after_seq: int,
-    outcome: str | None,
-    limit: int,
-) -> list[asyncpg.Record]:
+    executor: Executor, run_id: UUID, after_seq: int, outcome: str | None, limit: int
+) -> list[StoredResult]:
     """A page of a run's results in the order they arrived."""
-    return list(await executor.fetch(_PAGE, run_id, after_seq, outcome, limit))
-
-
-def as_jsonb_column(values: Sequence[Any]) -> list[msgspec.Raw | None]:
-    """A column of JSON values for a jsonb[] parameter."""
-    return [_as_jsonb_element(value) for value in values]
+    return [_stored(row) for row in await executor.fetch(_PAGE, run_id, after_seq, outcome, limit)]
 
 
 async def lock_pending(
-    connection: Connection, run_id: UUID, seqs: list[int]
-) -> list[asyncpg.Record]:
-    """The results still waiting for verdicts among these, locked, with their content."""
-    return list(await connection.fetch(_LOCK_PENDING, run_id, seqs))
+    connection: Connection, run_id: UUID, seqs: Sequence[int]
+) -> list[AwaitingJudge]:
+    """The results still waiting for verdicts among these, locked, with the cases they grade."""
+    rows = await connection.fetch(_LOCK_PENDING, run_id, list(seqs))
+    return [_awaiting(row) for row in rows]
 
 
-async def pending_seqs(
-    connection: Connection, run_id: UUID, test_case_ids: list[UUID]
-) -> list[int]:
+def _awaiting(row: asyncpg.Record) -> AwaitingJudge:
+    return AwaitingJudge(
+        seq=row["seq"],
+        flags=_flags(row),
+        reported=_reported(row),
+        agent_error=row["agent_error"],
+        content=content_of(row),
+    )
+
+
+async def pending_seqs(executor: Executor, run_id: UUID, test_case_ids: list[UUID]) -> list[int]:
     """Which of these cases' results wait for the judge (their row ids)."""
-    return [row["seq"] for row in await connection.fetch(_PENDING_SEQS, run_id, test_case_ids)]
+    return [row["seq"] for row in await executor.fetch(_PENDING_SEQS, run_id, test_case_ids)]
 
 
-async def set_judged(connection: Connection, run_id: UUID, rows: Sequence[Sequence[Any]]) -> None:
-    """Replace provisional grades: rows of (seq, outcome, graded, pass_fail, score,
-    partially_graded, judge_reasoning, check_results, judge_records)."""
-    columns = [list(column) for column in zip(*rows, strict=True)]
-    columns[7] = as_jsonb_column(columns[7])
-    columns[8] = as_jsonb_column(columns[8])
-    await connection.execute(_SET_JUDGED, run_id, *columns)
+async def set_judged(connection: Connection, run_id: UUID, judged: Sequence[JudgedResult]) -> None:
+    """Replace provisional grades with the final ones."""
+    results = [case.result for case in judged]
+    await connection.execute(
+        _SET_JUDGED,
+        run_id,
+        [case.seq for case in judged],
+        [result.outcome for result in results],
+        [result.graded for result in results],
+        [result.pass_fail for result in results],
+        [result.score for result in results],
+        [result.partially_graded for result in results],
+        [result.judge_reasoning for result in results],
+        _jsonb_column([result.check_results for result in results]),
+        _jsonb_column([case.records for case in judged]),
+    )
 
 
 async def results_of_cases(
     executor: Executor, run_id: UUID, test_case_ids: list[UUID]
-) -> list[asyncpg.Record]:
+) -> list[StoredResult]:
     """The stored results of these cases (trial 1: CI mode)."""
-    return list(await executor.fetch(_BY_IDS, run_id, test_case_ids))
+    return [_stored(row) for row in await executor.fetch(_BY_IDS, run_id, test_case_ids)]

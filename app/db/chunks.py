@@ -5,9 +5,9 @@ from __future__ import annotations
 from uuid import UUID
 
 import asyncpg
-import msgspec
 
 from app.db.pool import Connection, Executor
+from app.domain.runs import ChunkRef, ClaimedChunk
 
 _CREATE = """
 INSERT INTO run_chunks (run_id, chunk_no)
@@ -109,40 +109,35 @@ RETURNING run_id, chunk_no, job_id
 """
 
 
+def _ref(row: asyncpg.Record) -> ChunkRef:
+    return ChunkRef(row["run_id"], row["chunk_no"], row["job_id"])
+
+
 async def create_chunks(connection: Connection, run_id: UUID, count: int) -> None:
     """Rows for every chunk of a new run, all pending."""
     await connection.execute(_CREATE, run_id, count)
 
 
-async def queue_next(connection: Connection, run_id: UUID, count: int) -> list[asyncpg.Record]:
-    """Mark up to `count` pending chunks queued; returns (run_id, chunk_no, job_id) to enqueue."""
-    return list(await connection.fetch(_QUEUE_NEXT, run_id, count))
-
-
-class Claimed(msgspec.Struct, frozen=True):
-    """A chunk this worker now holds: agent work, or the result rows awaiting verdicts."""
-
-    kind: str
-    seqs: list[int]
+async def queue_next(connection: Connection, run_id: UUID, count: int) -> list[ChunkRef]:
+    """Mark up to `count` pending chunks queued; returns the chunks to enqueue."""
+    return [_ref(row) for row in await connection.fetch(_QUEUE_NEXT, run_id, count)]
 
 
 async def claim(
     executor: Executor, run_id: UUID, chunk_no: int, job_id: str, worker_id: str
-) -> Claimed | None:
+) -> ClaimedChunk | None:
     """Take a queued chunk for this job; None when another job owns it or it is done."""
     row = await executor.fetchrow(_CLAIM, run_id, chunk_no, job_id, worker_id)
     if row is None:
         return None
-    return Claimed(kind=row["kind"], seqs=list(row["items"] or []))
+    return ClaimedChunk(kind=row["kind"], seqs=tuple(row["items"] or ()))
 
 
-async def create_judge_chunk(
-    connection: Connection, run_id: UUID, seqs: list[int]
-) -> asyncpg.Record:
-    """A queued judge chunk for these result rows; returns (run_id, chunk_no, job_id)."""
-    row: asyncpg.Record | None = await connection.fetchrow(_CREATE_JUDGE_CHUNK, run_id, seqs)
+async def create_judge_chunk(connection: Connection, run_id: UUID, seqs: list[int]) -> ChunkRef:
+    """A queued judge chunk for these result rows."""
+    row = await connection.fetchrow(_CREATE_JUDGE_CHUNK, run_id, seqs)
     assert row is not None, "RETURNING always yields the row written"
-    return row
+    return _ref(row)
 
 
 async def finish(connection: Connection, run_id: UUID, chunk_no: int, job_id: str) -> None:
@@ -164,9 +159,11 @@ async def heartbeat(executor: Executor, worker_id: str, held: list[tuple[UUID, i
 
 async def requeue_stale(
     connection: Connection, stale_after_s: float, max_attempts: int
-) -> list[asyncpg.Record]:
+) -> list[ChunkRef]:
     """Chunks whose worker stopped beating, re-issued under new job ids."""
-    return list(await connection.fetch(_REQUEUE_STALE, stale_after_s, max_attempts))
+    return [
+        _ref(row) for row in await connection.fetch(_REQUEUE_STALE, stale_after_s, max_attempts)
+    ]
 
 
 async def fail_poisoned(
@@ -177,14 +174,12 @@ async def fail_poisoned(
     return [row["id"] for row in rows]
 
 
-async def queued_before(connection: Connection, age_s: float) -> list[asyncpg.Record]:
+async def queued_before(connection: Connection, age_s: float) -> list[ChunkRef]:
     """Chunks queued for at least `age_s` seconds (their job may have been lost)."""
-    return list(await connection.fetch(_QUEUED_BEFORE, age_s))
+    return [_ref(row) for row in await connection.fetch(_QUEUED_BEFORE, age_s)]
 
 
-async def reissue(
-    connection: Connection, run_id: UUID, chunk_no: int, job_id: str
-) -> asyncpg.Record | None:
+async def reissue(connection: Connection, chunk: ChunkRef) -> ChunkRef | None:
     """Give a queued chunk whose job was lost a new job id."""
-    row: asyncpg.Record | None = await connection.fetchrow(_REISSUE, run_id, chunk_no, job_id)
-    return row
+    row = await connection.fetchrow(_REISSUE, chunk.run_id, chunk.chunk_no, chunk.job_id)
+    return None if row is None else _ref(row)

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-import asyncpg
-
 from app.db.pool import Connection, Executor
+from app.domain.datasets import Dataset
 
-_COLUMNS = "id, seq, name, description, data_context, created_at, updated_at"
+_COLUMNS = ", ".join(Dataset.__struct_fields__)
 
 _INSERT = f"""
 INSERT INTO datasets (project_id, name, description, data_context)
@@ -42,28 +41,24 @@ async def insert_dataset(
     name: str,
     description: str | None,
     data_context: dict[str, Any] | None,
-) -> asyncpg.Record:
+) -> Dataset:
     """Create a dataset and return its row."""
-    row: asyncpg.Record | None = await connection.fetchrow(
-        _INSERT, project_id, name, description, data_context
-    )
+    row = await connection.fetchrow(_INSERT, project_id, name, description, data_context)
     assert row is not None, "RETURNING always yields the row written"
-    return row
+    return Dataset(**row)
 
 
-async def get_dataset(
-    executor: Executor, project_id: UUID, dataset_id: UUID
-) -> asyncpg.Record | None:
-    """The dataset's row, or None when it is not in this project."""
-    row: asyncpg.Record | None = await executor.fetchrow(_GET, project_id, dataset_id)
-    return row
+async def get_dataset(executor: Executor, project_id: UUID, dataset_id: UUID) -> Dataset | None:
+    """The dataset, or None when it is not in this project."""
+    row = await executor.fetchrow(_GET, project_id, dataset_id)
+    return None if row is None else Dataset(**row)
 
 
 async def list_datasets(
     executor: Executor, project_id: UUID, after_seq: int, limit: int
-) -> list[asyncpg.Record]:
+) -> list[Dataset]:
     """One page of the project's datasets, oldest first."""
-    return list(await executor.fetch(_LIST, project_id, after_seq, limit))
+    return [Dataset(**row) for row in await executor.fetch(_LIST, project_id, after_seq, limit)]
 
 
 async def update_dataset(
@@ -73,12 +68,12 @@ async def update_dataset(
     name: str,
     description: str | None,
     data_context: dict[str, Any] | None,
-) -> asyncpg.Record | None:
+) -> Dataset | None:
     """Overwrite the dataset's fields; None when it is not in this project."""
-    row: asyncpg.Record | None = await connection.fetchrow(
+    row = await connection.fetchrow(
         _UPDATE, project_id, dataset_id, name, description, data_context
     )
-    return row
+    return None if row is None else Dataset(**row)
 
 
 async def delete_dataset(executor: Executor, project_id: UUID, dataset_id: UUID) -> bool:

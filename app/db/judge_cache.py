@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import asyncpg
+import msgspec
 
 from app.db.pool import Executor
+from app.domain.judging import CachedAnswer
 
-_GET = "SELECT model, answer FROM judge_cache WHERE key = $1"
+_GET = "SELECT answer FROM judge_cache WHERE key = $1"
 _PUT = """
 INSERT INTO judge_cache (key, model, answer) VALUES ($1, $2, $3)
 ON CONFLICT (key) DO NOTHING
 """
 
 
-async def get(executor: Executor, key: str) -> asyncpg.Record | None:
+async def get(executor: Executor, key: str) -> CachedAnswer | None:
     """The cached answer for a request key, if any."""
-    row: asyncpg.Record | None = await executor.fetchrow(_GET, key)
-    return row
+    answer = await executor.fetchval(_GET, key)
+    return None if answer is None else msgspec.convert(answer, CachedAnswer)
 
 
-async def put(executor: Executor, key: str, model: str, answer: Any) -> None:
+async def put(executor: Executor, key: str, answer: CachedAnswer) -> None:
     """Keep an answer (the first one kept for a key stays)."""
-    await executor.execute(_PUT, key, model, answer)
+    await executor.execute(_PUT, key, answer.model, answer)

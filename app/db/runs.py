@@ -2,30 +2,44 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
 import asyncpg
+import msgspec
 
 from app.db.pool import Connection, Executor
+from app.db.test_cases import content_of
+from app.domain.results import Gate
+from app.domain.runs import Counters, Run, RunMode, RunStatus
+from app.domain.test_cases import PinnedCase
+from app.grading import run_gate, settled_status
 
-RUN_COLUMNS = """
-id, project_id, dataset_id, seq, mode, status, pass_threshold, trials, labels,
-idempotency_key, request_hash, total, done, graded, passed, errored, no_checks,
-pass_rate, ci_pass, ci_fail_reason, created_at, updated_at, finished_at,
-agent_id, concurrency, case_count, chunk_size, started_at, judge_pending, judge_use_cache,
-judge_stopped, judge_calls, judge_cached, judge_input_tokens, judge_output_tokens,
-judge_cache_read_tokens, judge_cache_write_tokens, judge_cost_usd
-"""
+# The Run struct's fields are the columns: a row converts with Run(**row).
+RUN_COLUMNS = ", ".join(Run.__struct_fields__)
 
-# Values in this order: id, project_id, dataset_id, mode, status, pass_threshold, trials,
-# labels, idempotency_key, request_hash, agent_id, concurrency, judge_use_cache.
+
+class RunInsert(msgspec.Struct, frozen=True, kw_only=True):
+    """A new run's settings; the field names and order are the INSERT's columns."""
+
+    id: UUID
+    project_id: UUID
+    dataset_id: UUID
+    mode: RunMode
+    status: RunStatus
+    pass_threshold: float
+    trials: int
+    labels: dict[str, str] | None
+    idempotency_key: str | None
+    request_hash: bytes
+    agent_id: UUID | None
+    concurrency: int | None
+    judge_use_cache: bool
+
+
 _INSERT = f"""
-INSERT INTO eval_runs (id, project_id, dataset_id, mode, status, pass_threshold, trials,
-                       labels, idempotency_key, request_hash, agent_id, concurrency,
-                       judge_use_cache, total)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 0)
+INSERT INTO eval_runs ({", ".join(RunInsert.__struct_fields__)}, total)
+VALUES ({", ".join(f"${i}" for i in range(1, len(RunInsert.__struct_fields__) + 1))}, 0)
 ON CONFLICT (project_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING {RUN_COLUMNS}
 """
@@ -84,7 +98,7 @@ LIMIT $5
 """
 
 _PINNED_CASES = """
-SELECT p.test_case_id, p.revision_id, r.input, r.checks_version, r.checks,
+SELECT p.position, p.test_case_id, p.revision_id, r.input, r.checks_version, r.checks,
        r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
        r.description
 FROM eval_run_cases p
@@ -94,7 +108,7 @@ ORDER BY p.position
 """
 
 _PINNED_CASES_BY_ID = """
-SELECT p.test_case_id, p.revision_id, r.input, r.checks_version, r.checks,
+SELECT p.position, p.test_case_id, p.revision_id, r.input, r.checks_version, r.checks,
        r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
        r.description
 FROM eval_run_cases p
@@ -132,28 +146,39 @@ RETURNING {RUN_COLUMNS}
 """
 
 
-async def insert_run(connection: Connection, values: Sequence[Any]) -> asyncpg.Record | None:
+def _run(row: asyncpg.Record | None) -> Run:
+    assert row is not None, "RETURNING always yields the row written"
+    return Run(**row)
+
+
+def _run_or_none(row: asyncpg.Record | None) -> Run | None:
+    return None if row is None else Run(**row)
+
+
+def _pinned(row: asyncpg.Record) -> PinnedCase:
+    return PinnedCase(
+        position=row["position"],
+        test_case_id=row["test_case_id"],
+        revision_id=row["revision_id"],
+        content=content_of(row),
+    )
+
+
+async def insert_run(connection: Connection, values: RunInsert) -> Run | None:
     """Insert a run (total 0 until its cases are pinned); None when its idempotency key exists."""
-    row: asyncpg.Record | None = await connection.fetchrow(_INSERT, *values)
-    return row
+    row = await connection.fetchrow(_INSERT, *msgspec.structs.astuple(values))
+    return _run_or_none(row)
 
 
-async def run_by_idempotency_key(
-    connection: Connection, project_id: UUID, key: str
-) -> asyncpg.Record | None:
+async def run_by_idempotency_key(connection: Connection, project_id: UUID, key: str) -> Run | None:
     """The run an idempotency key already created."""
-    row: asyncpg.Record | None = await connection.fetchrow(_BY_IDEMPOTENCY_KEY, project_id, key)
-    return row
+    return _run_or_none(await connection.fetchrow(_BY_IDEMPOTENCY_KEY, project_id, key))
 
 
-async def pin_cases(connection: Connection, run_id: UUID, dataset_id: UUID) -> asyncpg.Record:
+async def pin_cases(connection: Connection, run_id: UUID, dataset_id: UUID) -> Run:
     """Pin the dataset's current revisions to the run in one statement; set its total."""
     status: str = await connection.execute(_PIN_CASES, run_id, dataset_id)
-    row: asyncpg.Record | None = await connection.fetchrow(
-        _SET_TOTAL, run_id, int(status.split()[-1])
-    )
-    assert row is not None, "RETURNING always yields the row written"
-    return row
+    return _run(await connection.fetchrow(_SET_TOTAL, run_id, int(status.split()[-1])))
 
 
 async def set_chunk_size(connection: Connection, run_id: UUID, chunk_size: int) -> None:
@@ -161,16 +186,14 @@ async def set_chunk_size(connection: Connection, run_id: UUID, chunk_size: int) 
     await connection.execute(_SET_CHUNK_SIZE, run_id, chunk_size)
 
 
-async def run_by_id(executor: Executor, run_id: UUID) -> asyncpg.Record | None:
+async def run_by_id(executor: Executor, run_id: UUID) -> Run | None:
     """A run by id alone: for workers, which act for every project."""
-    row: asyncpg.Record | None = await executor.fetchrow(_BY_ID, run_id)
-    return row
+    return _run_or_none(await executor.fetchrow(_BY_ID, run_id))
 
 
-async def lock_run_by_id(connection: Connection, run_id: UUID) -> asyncpg.Record | None:
+async def lock_run_by_id(connection: Connection, run_id: UUID) -> Run | None:
     """A run by id, locked until the transaction ends (workers)."""
-    row: asyncpg.Record | None = await connection.fetchrow(_LOCK_BY_ID, run_id)
-    return row
+    return _run_or_none(await connection.fetchrow(_LOCK_BY_ID, run_id))
 
 
 async def mark_running(executor: Executor, run_id: UUID) -> None:
@@ -190,21 +213,19 @@ async def notify(executor: Executor, run_id: UUID, kind: str) -> None:
 
 async def pinned_at_positions(
     executor: Executor, run_id: UUID, positions: list[int]
-) -> list[asyncpg.Record]:
+) -> list[PinnedCase]:
     """The pinned cases at these positions (1-based, in dataset order)."""
-    return list(await executor.fetch(_PINNED_AT_POSITIONS, run_id, positions))
+    return [_pinned(row) for row in await executor.fetch(_PINNED_AT_POSITIONS, run_id, positions)]
 
 
-async def get_run(executor: Executor, project_id: UUID, run_id: UUID) -> asyncpg.Record | None:
+async def get_run(executor: Executor, project_id: UUID, run_id: UUID) -> Run | None:
     """The run, when it is in this project."""
-    row: asyncpg.Record | None = await executor.fetchrow(_GET, project_id, run_id)
-    return row
+    return _run_or_none(await executor.fetchrow(_GET, project_id, run_id))
 
 
-async def lock_run(connection: Connection, project_id: UUID, run_id: UUID) -> asyncpg.Record | None:
+async def lock_run(connection: Connection, project_id: UUID, run_id: UUID) -> Run | None:
     """The run, locked until the transaction ends: its counters change under this lock only."""
-    row: asyncpg.Record | None = await connection.fetchrow(_LOCK, project_id, run_id)
-    return row
+    return _run_or_none(await connection.fetchrow(_LOCK, project_id, run_id))
 
 
 async def list_runs(
@@ -214,54 +235,58 @@ async def list_runs(
     status: str | None,
     before_seq: int | None,
     limit: int,
-) -> list[asyncpg.Record]:
+) -> list[Run]:
     """A page of the project's runs, newest first."""
-    return list(await executor.fetch(_LIST, project_id, dataset_id, status, before_seq, limit))
+    rows = await executor.fetch(_LIST, project_id, dataset_id, status, before_seq, limit)
+    return [Run(**row) for row in rows]
 
 
-async def pinned_cases(connection: Connection, run_id: UUID) -> list[asyncpg.Record]:
+async def pinned_cases(executor: Executor, run_id: UUID) -> list[PinnedCase]:
     """Every case the run grades, at its pinned revision, in dataset order."""
-    return list(await connection.fetch(_PINNED_CASES, run_id))
+    return [_pinned(row) for row in await executor.fetch(_PINNED_CASES, run_id)]
 
 
 async def pinned_cases_by_id(
     connection: Connection, run_id: UUID, test_case_ids: list[UUID]
-) -> list[asyncpg.Record]:
-    """The pinned revisions of these cases (those not in the run are simply absent)."""
-    return list(await connection.fetch(_PINNED_CASES_BY_ID, run_id, test_case_ids))
+) -> dict[UUID, PinnedCase]:
+    """The pinned revisions of these cases by id (those not in the run are simply absent)."""
+    rows = await connection.fetch(_PINNED_CASES_BY_ID, run_id, test_case_ids)
+    return {row["test_case_id"]: _pinned(row) for row in rows}
+
+
+class JudgeSpend(msgspec.Struct, frozen=True, kw_only=True):
+    """What some judge verdicts cost: calls, cache hits, tokens and dollars."""
+
+    calls: int = 0
+    cached: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
 
 
 async def add_judge_usage(
-    connection: Connection, run_id: UUID, usage: Sequence[int | float], stopped: str | None
-) -> asyncpg.Record:
-    """Add (calls, cached, input, output, cache read, cache write tokens, cost) to the run."""
-    row: asyncpg.Record | None = await connection.fetchrow(
-        _ADD_JUDGE_USAGE, run_id, *usage, stopped
-    )
-    assert row is not None, "RETURNING always yields the row written"
-    return row
+    connection: Connection, run_id: UUID, spend: JudgeSpend, stopped: str | None
+) -> Run:
+    """Add what verdicts cost to the run; `stopped` says why the run judges no more, if so."""
+    values: list[Any] = list(msgspec.structs.astuple(spend))
+    return _run(await connection.fetchrow(_ADD_JUDGE_USAGE, run_id, *values, stopped))
 
 
-async def apply_counts(
-    connection: Connection, run_id: UUID, delta: Sequence[int]
-) -> asyncpg.Record:
-    """Add (done, graded, passed, errored, no_checks, judge_pending) deltas to the counters."""
-    row: asyncpg.Record | None = await connection.fetchrow(_APPLY_COUNTS, run_id, *delta)
-    assert row is not None, "RETURNING always yields the row written"
-    return row
+async def apply_counts(connection: Connection, run_id: UUID, delta: Counters) -> Run:
+    """Move the run's counters by this delta (under the run's row lock)."""
+    return _run(await connection.fetchrow(_APPLY_COUNTS, run_id, *msgspec.structs.astuple(delta)))
 
 
-async def set_verdict(
-    connection: Connection,
-    run_id: UUID,
-    status: str,
-    pass_rate: float | None,
-    ci_pass: bool,
-    ci_fail_reason: str | None,
-) -> asyncpg.Record:
+async def set_verdict(connection: Connection, run_id: UUID, status: str, gate: Gate) -> Run:
     """Store the run's status and gate."""
-    row: asyncpg.Record | None = await connection.fetchrow(
-        _SET_VERDICT, run_id, status, pass_rate, ci_pass, ci_fail_reason
+    row = await connection.fetchrow(
+        _SET_VERDICT, run_id, status, gate.pass_rate, gate.ci_pass, gate.ci_fail_reason
     )
-    assert row is not None, "RETURNING always yields the row written"
-    return row
+    return _run(row)
+
+
+async def store_gate(connection: Connection, run: Run) -> Run:
+    """Recompute the gate from the counters; a run with every result in is completed."""
+    return await set_verdict(connection, run.id, settled_status(run), run_gate(run))

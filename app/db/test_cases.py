@@ -7,8 +7,10 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+import msgspec
 
 from app.db.pool import Connection, Executor
+from app.domain.test_cases import TestCase, TestCaseContent
 
 # Revision columns in the order `revision_values` produces them.
 REVISION_COLUMNS = (
@@ -26,6 +28,7 @@ REVISION_COLUMNS = (
     "description",
 )
 CASE_COLUMNS = ("id", "dataset_id", "current_revision_id")
+_CONTENT_FIELDS = TestCaseContent.__struct_fields__
 
 _SELECT = """
 SELECT c.id, c.dataset_id, c.seq, c.created_at, c.updated_at,
@@ -87,27 +90,56 @@ WHERE d.id = c.dataset_id AND d.project_id = $1 AND c.id = $2
 """
 
 
+def content_of(row: asyncpg.Record) -> TestCaseContent:
+    """The gradable content of a revision row (checks were validated when written)."""
+    return msgspec.convert({name: row[name] for name in _CONTENT_FIELDS}, TestCaseContent)
+
+
+def revision_values(
+    revision_id: UUID, test_case_id: UUID, dataset_id: UUID, revision: int,
+    content: TestCaseContent,
+) -> tuple[Any, ...]:  # fmt: skip
+    """A revision row's values, in REVISION_COLUMNS order."""
+    return (
+        revision_id, test_case_id, dataset_id, revision, content.input, content.checks_version,
+        content.checks, content.evaluation_criteria_json, content.expected_output,
+        content.evaluation_type, content.min_confidence, content.description,
+    )  # fmt: skip
+
+
+def _case(row: asyncpg.Record) -> TestCase:
+    return TestCase(
+        id=row["id"],
+        dataset_id=row["dataset_id"],
+        seq=row["seq"],
+        revision=row["revision"],
+        content=content_of(row),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
 async def get_test_case(
     executor: Executor, project_id: UUID, test_case_id: UUID
-) -> asyncpg.Record | None:
+) -> TestCase | None:
     """The case with its current revision, or None when it is not in this project."""
-    row: asyncpg.Record | None = await executor.fetchrow(_GET, project_id, test_case_id)
-    return row
+    row = await executor.fetchrow(_GET, project_id, test_case_id)
+    return None if row is None else _case(row)
 
 
 async def list_test_cases(
     executor: Executor, dataset_id: UUID, after_seq: int, limit: int
-) -> list[asyncpg.Record]:
+) -> list[TestCase]:
     """One page of a dataset's cases in their order."""
-    return list(await executor.fetch(_PAGE, dataset_id, after_seq, limit))
+    return [_case(row) for row in await executor.fetch(_PAGE, dataset_id, after_seq, limit)]
 
 
 async def stream_test_cases(
     connection: Connection, dataset_id: UUID, prefetch: int = 1000
-) -> AsyncIterator[asyncpg.Record]:
-    """Every case of a dataset through a server-side cursor (call inside a transaction)."""
+) -> AsyncIterator[TestCaseContent]:
+    """The content of every case of a dataset through a server-side cursor (in a transaction)."""
     async for row in connection.cursor(_ALL_IN_DATASET, dataset_id, prefetch=prefetch):
-        yield row
+        yield content_of(row)
 
 
 async def insert_test_case(connection: Connection, revision: Sequence[Any]) -> None:

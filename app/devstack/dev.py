@@ -104,7 +104,7 @@ def _apply_migrations(database_url: str) -> None:
 
 
 def _dev_api_key(database_url: str, data_dir: Path) -> str:
-    from app.services.dev_bootstrap import ensure_dev_key
+    from app.devstack.bootstrap import ensure_dev_key
 
     return asyncio.run(ensure_dev_key(database_url, data_dir / "dev-api-key"))
 

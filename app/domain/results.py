@@ -9,6 +9,7 @@ import msgspec
 from app.domain.checks import CheckType, Severity
 
 CheckStatus = Literal["passed", "failed", "not_graded"]
+Outcome = Literal["passed", "failed", "not_graded"]
 UngradedKind = Literal["free_text_rubric_item", "unreadable_criterion"]
 
 
@@ -99,6 +100,13 @@ class CaseResult(msgspec.Struct, frozen=True, kw_only=True):
     judge_reasoning: str
     check_results: tuple[CheckResult, ...]
     ungraded_items: tuple[UngradedItem, ...] = ()
+
+    @property
+    def outcome(self) -> Outcome:
+        """passed, failed or not_graded: the one word a list of results is filtered by."""
+        if not self.graded:
+            return "not_graded"
+        return "passed" if self.pass_fail else "failed"
 
 
 class RunCounts(msgspec.Struct, frozen=True, kw_only=True):

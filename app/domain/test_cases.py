@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
+from uuid import UUID
 
 import msgspec
 
@@ -83,3 +85,27 @@ class TestCaseImportLine(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
 
 def _first(*values: Any) -> Any:
     return next((value for value in values if value is not None), None)
+
+
+class TestCase(msgspec.Struct, frozen=True, kw_only=True):
+    """A live test case at its current revision."""
+
+    __test__ = False
+
+    id: UUID
+    dataset_id: UUID
+    seq: int
+    revision: int
+    content: TestCaseContent
+    created_at: datetime
+    updated_at: datetime
+
+
+class PinnedCase(msgspec.Struct, frozen=True, kw_only=True):
+    """A case as a run holds it: the revision pinned when the run was created."""
+
+    # 1-based, in dataset order when the run was created.
+    position: int
+    test_case_id: UUID
+    revision_id: UUID
+    content: TestCaseContent

@@ -13,7 +13,7 @@ from app.domain.results import (
     UngradedItem,
 )
 from app.grading.case import grade_case
-from app.grading.gate import decide_gate
+from app.grading.gate import decide_gate, run_gate, settled_status
 from app.grading.judge_checks import EXPECTATION_ID, JudgeRequest, judge_requests
 from app.grading.patterns import regex_compile_error
 from app.grading.plan import plan_case
@@ -38,4 +38,6 @@ __all__ = [
     "observation_from_wire",
     "plan_case",
     "regex_compile_error",
+    "run_gate",
+    "settled_status",
 ]

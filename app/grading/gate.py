@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.domain.results import Gate, RunCounts
+from app.domain.runs import Run, RunStatus
 from app.grading.excerpts import count_noun
 
 
@@ -61,3 +62,23 @@ def percentages(rate: float, threshold: float) -> tuple[str, str]:
         if shown_rate != shown_threshold:
             break
     return shown_rate, shown_threshold
+
+
+def run_gate(run: Run) -> Gate:
+    """The gate of a stored run as it stands: never a pass while verdicts are awaited."""
+    gate = decide_gate(run.counts(), run.pass_threshold)
+    waiting = run.judge_pending
+    # Missing results are the more basic reason; say that one while it holds.
+    if not waiting or run.done < run.total:
+        return gate
+    noun = "case waits" if waiting == 1 else "cases wait"
+    reason = f"The AI judge has not finished: {waiting} {noun} for verdicts."
+    return Gate(pass_rate=gate.pass_rate, ci_pass=False, ci_fail_reason=reason)
+
+
+def settled_status(run: Run) -> RunStatus:
+    """The run's status once its counters are counted: every result in ends it, or grades it."""
+    if run.is_final or run.done < run.total:
+        return run.status
+    # Every result is in; the run ends when the judge's last verdict lands.
+    return "grading" if run.judge_pending else "completed"

@@ -1,7 +1,7 @@
 """The AI judge: prompts and verdict parsing (pure), and the one client that calls the model."""
 
 from app.judge.client import NO_JUDGE, JudgeAnswer, JudgeClient, JudgeSettings
-from app.judge.pricing import Usage, cost_usd
+from app.judge.pricing import cost_usd
 from app.judge.prompts import PROMPT_VERSION, JudgeQuestion, cache_key
 
 __all__ = [
@@ -11,7 +11,6 @@ __all__ = [
     "JudgeClient",
     "JudgeQuestion",
     "JudgeSettings",
-    "Usage",
     "cache_key",
     "cost_usd",
 ]

@@ -5,33 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-import msgspec
+from app.domain.judging import Usage
 
 # Anthropic's multipliers on the input price for prompt-cache reads and 5-minute cache writes.
 CACHE_READ_FACTOR = 0.1
 CACHE_WRITE_FACTOR = 1.25
 
 _DATED_SNAPSHOT = re.compile(r"-\d{8}$")
-
-
-class Usage(msgspec.Struct, frozen=True):
-    """Tokens billed for one or more calls; the cache counts are separate from input_tokens."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-
-    def plus(self, other: Usage) -> Usage:
-        """The two usages added up."""
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_creation_input_tokens=(
-                self.cache_creation_input_tokens + other.cache_creation_input_tokens
-            ),
-            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
-        )
 
 
 def cost_usd(usage: Usage, model: str, prices: Mapping[str, tuple[float, float]]) -> float:

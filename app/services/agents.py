@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import logging
 import re
 import uuid
 from typing import Any
 from uuid import UUID
 
-import asyncpg
 import msgspec
 
-from app.agents import AgentCallResult, AgentClient, AgentTarget, check_agent_url
+from app.agents import AgentCallResult, check_agent_url
+from app.agents.headers import seal_headers, target_for
 from app.db import agents as rows
 from app.db.agents import AgentValues
-from app.errors import Conflict, FieldError, InvalidInput, NotFound
-from app.secrets_box import UnsealError, seal, unseal
-
-log = logging.getLogger("agentlasso.agents")
+from app.domain.agents import Agent
+from app.errors import FieldError, InvalidInput, NotFound
+from app.services.platform import Platform
 
 _MISSING = "No agent with this id in your project."
 SANDBOX_SOURCE = "agentlasso-sandbox"
@@ -45,86 +43,80 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     tools: list[dict[str, Any]] | None = None
 
 
-async def create_agent(
-    pool: asyncpg.Pool, key: bytes, project_id: UUID, spec: AgentSpec, *, allow_private: bool
-) -> asyncpg.Record:
+async def create_agent(platform: Platform, project_id: UUID, spec: AgentSpec) -> Agent:
     """Register an agent whose URL passed the address guard."""
+    allow_private = platform.settings.allow_private_agents
     headers = await _checked_input(spec.url, spec.headers, allow_private=allow_private)
     # The id is chosen here because the sealed headers are bound to it.
     agent_id = uuid.uuid4()
     values = AgentValues(
         name=spec.name,
         url=spec.url,
-        headers_encrypted=seal_headers(key, agent_id, headers),
+        headers_encrypted=seal_headers(platform.secret_key, agent_id, headers),
         header_names=sorted(headers),
         timeout_s=spec.timeout_s,
         max_concurrency=spec.max_concurrency,
         system_prompt=spec.system_prompt,
         tools=spec.tools,
     )
-    return await rows.insert_agent(pool, project_id, agent_id, values)
+    return await rows.insert_agent(platform.pool, project_id, agent_id, values)
 
 
-async def get_agent(pool: asyncpg.Pool, project_id: UUID, agent_id: UUID) -> asyncpg.Record:
+async def get_agent(platform: Platform, project_id: UUID, agent_id: UUID) -> Agent:
     """The agent, or NotFound."""
-    row = await rows.get_agent(pool, project_id, agent_id)
-    if row is None:
+    agent = await rows.get_agent(platform.pool, project_id, agent_id)
+    if agent is None:
         raise NotFound(_MISSING)
-    return row
+    return agent
 
 
 async def list_agents(
-    pool: asyncpg.Pool, project_id: UUID, after_seq: int, limit: int
-) -> list[asyncpg.Record]:
+    platform: Platform, project_id: UUID, after_seq: int, limit: int
+) -> list[Agent]:
     """A page of the project's agents."""
-    return await rows.list_agents(pool, project_id, after_seq, limit)
+    return await rows.list_agents(platform.pool, project_id, after_seq, limit)
 
 
 async def update_agent(
-    pool: asyncpg.Pool,
-    key: bytes,
-    project_id: UUID,
-    agent_id: UUID,
-    changes: dict[str, Any],
-    *,
-    allow_private: bool,
-) -> asyncpg.Record:
+    platform: Platform, project_id: UUID, agent_id: UUID, changes: dict[str, Any]
+) -> Agent:
     """Change the named fields, keeping the others; given headers replace the old ones whole."""
     # Before the transaction: the guard resolves the host, which may take a while.
     headers = await _checked_input(
-        changes.get("url"), changes.get("headers"), allow_private=allow_private
+        changes.get("url"),
+        changes.get("headers"),
+        allow_private=platform.settings.allow_private_agents,
     )
     stored = {name: value for name, value in changes.items() if name != "headers"}
     if "headers" in changes:
-        stored["headers_encrypted"] = seal_headers(key, agent_id, headers)
+        stored["headers_encrypted"] = seal_headers(platform.secret_key, agent_id, headers)
         stored["header_names"] = sorted(headers)
-    async with pool.acquire() as connection, connection.transaction():
+    async with platform.pool.acquire() as connection, connection.transaction():
         current = await rows.get_agent(connection, project_id, agent_id)
         if current is None:
             raise NotFound(_MISSING)
         values = msgspec.structs.replace(rows.values_of(current), **stored)
-        row = await rows.update_agent(connection, project_id, agent_id, values)
-    assert row is not None
-    return row
+        updated = await rows.update_agent(connection, project_id, agent_id, values)
+    assert updated is not None
+    return updated
 
 
-async def delete_agent(pool: asyncpg.Pool, project_id: UUID, agent_id: UUID) -> None:
+async def delete_agent(platform: Platform, project_id: UUID, agent_id: UUID) -> None:
     """Delete an agent (runs that called it keep their results)."""
-    if not await rows.delete_agent(pool, project_id, agent_id):
+    if not await rows.delete_agent(platform.pool, project_id, agent_id):
         raise NotFound(_MISSING)
 
 
 async def invoke_agent(
-    pool: asyncpg.Pool,
-    key: bytes,
-    client: AgentClient,
+    platform: Platform,
     project_id: UUID,
     agent_id: UUID,
     agent_input: str | dict[str, Any],
     context: dict[str, Any] | None,
 ) -> AgentCallResult:
     """Call the agent once, outside any run; its failure is in the result, not raised."""
-    target = agent_target(key, await get_agent(pool, project_id, agent_id))
+    agent = await get_agent(platform, project_id, agent_id)
+    target = target_for(platform.secret_key, agent)
     body = {
         "input": agent_input,
         "source": SANDBOX_SOURCE,
@@ -132,37 +124,7 @@ async def invoke_agent(
         "trial": 1,
         "context": context or {},
     }
-    return await client.call(target, body)
-
-
-def agent_target(key: bytes, row: asyncpg.Record) -> AgentTarget:
-    """Where and how to call the agent of this row, its headers unsealed."""
-    headers = open_headers(key, row)
-    return AgentTarget(url=row["url"], headers=headers, timeout_s=row["timeout_s"])
-
-
-def open_headers(key: bytes, row: asyncpg.Record) -> dict[str, str]:
-    """The agent's headers in the clear; Conflict when the server's key cannot open them."""
-    sealed: bytes | None = row["headers_encrypted"]
-    if sealed is None:
-        return {}
-    try:
-        plaintext = unseal(key, sealed, row["id"].bytes)
-    except UnsealError:
-        log.warning("agent %s: its headers cannot be opened with the current secret key", row["id"])
-        raise Conflict(
-            "This agent's headers were stored under another server secret key: "
-            "set them again with PATCH."
-        ) from None
-    headers: dict[str, str] = msgspec.json.decode(plaintext, type=dict[str, str])
-    return headers
-
-
-def seal_headers(key: bytes, agent_id: UUID, headers: dict[str, str]) -> bytes | None:
-    """The headers as one sealed JSON object bound to the agent; None when there are none."""
-    if not headers:
-        return None
-    return seal(key, msgspec.json.encode(headers), agent_id.bytes)
+    return await platform.agent_client.call(target, body)
 
 
 async def _checked_input(

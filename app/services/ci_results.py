@@ -1,4 +1,4 @@
-"""Recording what a CI client's agent did: grade, store, update the run (contract 5.1)."""
+"""Recording what a CI client's agent did: grade, store, update the run, wait for the judge."""
 
 from __future__ import annotations
 
@@ -7,25 +7,22 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 from uuid import UUID
 
-import asyncpg
 import msgspec
-from arq.connections import ArqRedis
 
-from app.config import Settings
-from app.db import case_results as result_rows
+from app.coordination.run_watch import RunEvent
+from app.db import case_results
 from app.db import chunks as chunk_rows
 from app.db import runs as run_rows
 from app.db.pool import Connection
+from app.domain.case_results import NewResult, Reported
 from app.domain.results import CaseResult
-from app.domain.test_cases import TestCaseContent
+from app.domain.runs import ChunkRef, Counters, Run
+from app.domain.test_cases import PinnedCase, TestCaseContent
+from app.engine.judging import immediate_verdicts
 from app.errors import Conflict, FieldError, InvalidInput, NotFound
 from app.grading import grade_case, observation_from_wire
-from app.services.judging import immediate_verdicts
-from app.services.result_rows import case_result_of, counter_delta, result_row, row_flags
-from app.services.run_watch import RunEvent, RunWatcher
-from app.services.runs import store_gate
-from app.services.server_runs import enqueue_quietly
-from app.services.test_cases import content_from_row
+from app.queue import enqueue_quietly
+from app.services.platform import Platform
 
 # A client may ask to wait longer than the server's default, up to this.
 MAX_JUDGE_WAIT_S = 120
@@ -42,6 +39,10 @@ class PostedResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     # An extension for clients like `agentlasso ci`: the call to the agent failed, and why.
     agent_error: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
 
+    def reported(self) -> Reported:
+        """What the agent did, as posted."""
+        return Reported(actual_output=self.actual_output, actual_tool_calls=self.actual_tool_calls)
+
 
 class GradedCase(msgspec.Struct, frozen=True, kw_only=True):
     """A posted case with its grade."""
@@ -53,10 +54,10 @@ class GradedCase(msgspec.Struct, frozen=True, kw_only=True):
 class RecordedBatch(msgspec.Struct, frozen=True, kw_only=True):
     """The run after a batch, and the grade of every case in the batch."""
 
-    run: Any  # asyncpg.Record
+    run: Run
     graded: list[GradedCase]
     # Judge chunks to enqueue once stored, for the cases whose judge checks wait for verdicts.
-    judge_work: list[Any] = msgspec.field(default_factory=list)
+    judge_work: list[ChunkRef] = msgspec.field(default_factory=list)
     # The wait for verdicts ran out: the grades are provisional, the client long-polls the run.
     waiting: bool = False
 
@@ -99,7 +100,7 @@ def _parse_case_ids(results: list[PostedResult]) -> tuple[list[UUID | None], lis
 
 
 def _not_in_run(
-    results: list[PostedResult], parsed: list[UUID | None], pinned: Mapping[UUID, Any]
+    results: list[PostedResult], parsed: list[UUID | None], pinned: Mapping[UUID, PinnedCase]
 ) -> list[FieldError]:
     return [
         FieldError(
@@ -112,31 +113,25 @@ def _not_in_run(
 
 
 async def record_results(
-    pool: asyncpg.Pool,
-    project_id: UUID,
-    run_id: UUID,
-    results: list[PostedResult],
-    judge_configured: bool = False,
+    platform: Platform, project_id: UUID, run_id: UUID, results: list[PostedResult]
 ) -> RecordedBatch:
     """Grade and store a batch; a case posted again replaces its earlier result."""
     problems = batch_problems(results)
     if problems:
         raise InvalidInput("A test case appears more than once in this batch.", problems)
     parsed, case_ids = _parse_case_ids(results)
-    async with pool.acquire() as connection:
+    judge_configured = bool(platform.settings.anthropic_api_key)
+    async with platform.pool.acquire() as connection:
         run = await run_rows.get_run(connection, project_id, run_id)
         if run is None:
             raise NotFound("No run with this id in your project.")
-        pinned = {row["test_case_id"]: row for row in
-                  await run_rows.pinned_cases_by_id(connection, run_id, case_ids)}  # fmt: skip
+        pinned = await run_rows.pinned_cases_by_id(connection, run_id, case_ids)
         missing = _not_in_run(results, parsed, pinned)
         if missing:
             raise InvalidInput(f"{len(missing)} posted test case(s) are not in this run.", missing)
         graded, rows = _grade_batch(run_id, results, parsed, pinned, judge_configured)
         async with connection.transaction():
-            run, judge_work = await _store_batch(
-                connection, project_id, run_id, case_ids, rows, graded
-            )
+            run, judge_work = await _store_batch(connection, project_id, run_id, case_ids, rows)
     return RecordedBatch(run=run, graded=graded, judge_work=judge_work)
 
 
@@ -144,23 +139,19 @@ def _grade_batch(
     run_id: UUID,
     results: list[PostedResult],
     parsed: list[UUID | None],
-    pinned: Mapping[UUID, Any],
+    pinned: Mapping[UUID, PinnedCase],
     judge_configured: bool,
-) -> tuple[list[GradedCase], list[tuple[Any, ...]]]:
+) -> tuple[list[GradedCase], list[NewResult]]:
     graded: list[GradedCase] = []
-    rows: list[tuple[Any, ...]] = []
-    contents: dict[UUID, TestCaseContent] = {}
+    rows: list[NewResult] = []
     for posted, case_id in zip(results, parsed, strict=True):
         assert case_id is not None
-        revision = pinned[case_id]
-        content = contents.get(case_id) or content_from_row(revision)
-        contents[case_id] = content
-        result, pending = grade_posted(content, posted, judge_configured)
+        case = pinned[case_id]
+        result, pending = grade_posted(case.content, posted, judge_configured)
         graded.append(GradedCase(test_case_id=posted.test_case_id, result=result))
         rows.append(
-            result_row(
-                run_id, case_id, 1, revision["revision_id"], result,
-                actual_output=posted.actual_output, actual_tool_calls=posted.actual_tool_calls,
+            NewResult.graded_as(
+                run_id, case_id, 1, case.revision_id, result, posted.reported(),
                 agent_error=posted.agent_error, judge_pending=pending,
             )
         )  # fmt: skip
@@ -172,30 +163,29 @@ async def _store_batch(
     project_id: UUID,
     run_id: UUID,
     case_ids: list[UUID],
-    rows: list[tuple[Any, ...]],
-    graded: list[GradedCase],
-) -> tuple[asyncpg.Record, list[asyncpg.Record]]:
+    rows: list[NewResult],
+) -> tuple[Run, list[ChunkRef]]:
     # The run row lock serialises batches of one run, so the counter deltas stay exact.
     run = await run_rows.lock_run(connection, project_id, run_id)
     assert run is not None
-    if run["status"] == "cancelled":
+    if run.status == "cancelled":
         raise Conflict("The run was cancelled; it takes no more results.")
-    if run["mode"] != "ci":
+    if run.mode != "ci":
         raise Conflict("This run calls the agent itself (server mode); it takes no posted results.")
-    replaced = await result_rows.delete_replaced(connection, run_id, 1, case_ids)
-    await result_rows.copy_results(connection, rows)
-    added = [row_flags(row) for row in rows]
-    run = await run_rows.apply_counts(connection, run_id, counter_delta(added, replaced))
-    waiting = any(flags["judge_pending"] for flags in added)
+    replaced = await case_results.delete_replaced(connection, run_id, 1, case_ids)
+    await case_results.copy_results(connection, rows)
+    added = [row.flags() for row in rows]
+    run = await run_rows.apply_counts(connection, run_id, Counters.replacing(replaced, added))
+    waiting = any(flags.judge_pending for flags in added)
     judge_work = await _judge_chunks(connection, run_id, case_ids) if waiting else []
-    return await store_gate(connection, run), judge_work
+    return await run_rows.store_gate(connection, run), judge_work
 
 
 async def _judge_chunks(
     connection: Connection, run_id: UUID, case_ids: list[UUID]
-) -> list[asyncpg.Record]:
+) -> list[ChunkRef]:
     """Judge chunks for the batch's results that wait for verdicts."""
-    seqs = await result_rows.pending_seqs(connection, run_id, case_ids)
+    seqs = await case_results.pending_seqs(connection, run_id, case_ids)
     return [
         await chunk_rows.create_judge_chunk(connection, run_id, seqs[start : start + JUDGE_CHUNK])
         for start in range(0, len(seqs), JUDGE_CHUNK)
@@ -203,36 +193,36 @@ async def _judge_chunks(
 
 
 async def record_and_judge(
-    pool: asyncpg.Pool,
-    redis: ArqRedis,
-    watcher: RunWatcher,
-    settings: Settings,
+    platform: Platform,
     project_id: UUID,
     run_id: UUID,
     results: list[PostedResult],
     wait_s: float | None,
 ) -> RecordedBatch:
     """Record a batch; when its judge checks wait for verdicts, wait for them, bounded."""
-    batch = await record_results(
-        pool, project_id, run_id, results, judge_configured=bool(settings.anthropic_api_key)
-    )
+    batch = await record_results(platform, project_id, run_id, results)
     if not batch.judge_work:
         return batch
+    settings = platform.settings
     case_ids = [UUID(case.test_case_id) for case in batch.graded]
     limit_s = settings.judge_wait_s if wait_s is None else min(wait_s, MAX_JUDGE_WAIT_S)
-    async with watcher.subscribe(run_id) as events:
+    async with platform.watcher.subscribe(run_id) as events:
         # Subscribed before the work is queued, so no verdict can land unseen.
-        await enqueue_quietly(redis, settings.queue_name, batch.judge_work)
-        judged = await _verdicts_in(pool, events, run_id, case_ids, limit_s)
-    run = await run_rows.run_by_id(pool, run_id)
+        await enqueue_quietly(platform.queue, settings.queue_name, batch.judge_work)
+        judged = await _verdicts_in(platform, events, run_id, case_ids, limit_s)
+    run = await run_rows.run_by_id(platform.pool, run_id)
+    assert run is not None
     if not judged:
         return RecordedBatch(run=run, graded=batch.graded, waiting=True)
-    rows = await result_rows.results_of_cases(pool, run_id, case_ids)
-    return RecordedBatch(run=run, graded=_graded_from_rows(rows, batch.graded))
+    stored = await case_results.results_of_cases(platform.pool, run_id, case_ids)
+    by_id = {result.test_case_id: result.result for result in stored}
+    graded = [GradedCase(test_case_id=case.test_case_id, result=by_id[UUID(case.test_case_id)])
+              for case in batch.graded]  # fmt: skip
+    return RecordedBatch(run=run, graded=graded)
 
 
 async def _verdicts_in(
-    pool: asyncpg.Pool,
+    platform: Platform,
     events: asyncio.Queue[RunEvent],
     run_id: UUID,
     case_ids: list[UUID],
@@ -241,9 +231,8 @@ async def _verdicts_in(
     """Wait until none of these cases waits for the judge; False when time runs out first."""
     deadline = asyncio.get_running_loop().time() + limit_s
     while True:
-        async with pool.acquire() as connection:
-            if not await result_rows.pending_seqs(connection, run_id, case_ids):
-                return True
+        if not await case_results.pending_seqs(platform.pool, run_id, case_ids):
+            return True
         remaining = deadline - asyncio.get_running_loop().time()
         if remaining <= 0:
             return False
@@ -253,12 +242,3 @@ async def _verdicts_in(
             return False
         if event.kind == "shutdown":
             return False
-
-
-def _graded_from_rows(rows: list[asyncpg.Record], posted: list[GradedCase]) -> list[GradedCase]:
-    """The stored (judged) grades, in the order the cases were posted."""
-    by_id = {str(row["test_case_id"]): row for row in rows}
-    return [
-        GradedCase(test_case_id=case.test_case_id, result=case_result_of(by_id[case.test_case_id]))
-        for case in posted
-    ]

@@ -5,57 +5,61 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-import asyncpg
-
 from app.db import datasets as rows
+from app.domain.datasets import Dataset
 from app.errors import NotFound
+from app.services.platform import Platform
 
 _MISSING = "No dataset with this id in your project."
 
 
 async def create_dataset(
-    pool: asyncpg.Pool,
+    platform: Platform,
     project_id: UUID,
     name: str,
     description: str | None,
     data_context: dict[str, Any] | None,
-) -> asyncpg.Record:
+) -> Dataset:
     """Create a dataset."""
-    async with pool.acquire() as connection:
+    async with platform.pool.acquire() as connection:
         return await rows.insert_dataset(connection, project_id, name, description, data_context)
 
 
-async def get_dataset(pool: asyncpg.Pool, project_id: UUID, dataset_id: UUID) -> asyncpg.Record:
+async def get_dataset(platform: Platform, project_id: UUID, dataset_id: UUID) -> Dataset:
     """The dataset, or NotFound."""
-    row = await rows.get_dataset(pool, project_id, dataset_id)
-    if row is None:
+    dataset = await rows.get_dataset(platform.pool, project_id, dataset_id)
+    if dataset is None:
         raise NotFound(_MISSING)
-    return row
+    return dataset
 
 
 async def list_datasets(
-    pool: asyncpg.Pool, project_id: UUID, after_seq: int, limit: int
-) -> list[asyncpg.Record]:
+    platform: Platform, project_id: UUID, after_seq: int, limit: int
+) -> list[Dataset]:
     """A page of the project's datasets."""
-    return await rows.list_datasets(pool, project_id, after_seq, limit)
+    return await rows.list_datasets(platform.pool, project_id, after_seq, limit)
 
 
 async def update_dataset(
-    pool: asyncpg.Pool, project_id: UUID, dataset_id: UUID, changes: dict[str, Any]
-) -> asyncpg.Record:
+    platform: Platform, project_id: UUID, dataset_id: UUID, changes: dict[str, Any]
+) -> Dataset:
     """Change the named fields, keeping the others."""
-    async with pool.acquire() as connection, connection.transaction():
+    async with platform.pool.acquire() as connection, connection.transaction():
         current = await rows.get_dataset(connection, project_id, dataset_id)
         if current is None:
             raise NotFound(_MISSING)
-        merged = {key: current[key] for key in ("name", "description", "data_context")}
-        merged.update(changes)
-        row = await rows.update_dataset(connection, project_id, dataset_id, **merged)
-    assert row is not None
-    return row
+        merged = {
+            "name": current.name,
+            "description": current.description,
+            "data_context": current.data_context,
+            **changes,
+        }
+        updated = await rows.update_dataset(connection, project_id, dataset_id, **merged)
+    assert updated is not None
+    return updated
 
 
-async def delete_dataset(pool: asyncpg.Pool, project_id: UUID, dataset_id: UUID) -> None:
+async def delete_dataset(platform: Platform, project_id: UUID, dataset_id: UUID) -> None:
     """Delete a dataset and its cases."""
-    if not await rows.delete_dataset(pool, project_id, dataset_id):
+    if not await rows.delete_dataset(platform.pool, project_id, dataset_id):
         raise NotFound(_MISSING)

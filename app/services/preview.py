@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-import asyncpg
-
 from app.domain.results import CaseResult, JudgeVerdict
 from app.domain.test_cases import TestCaseContent
 from app.grading import grade_case, judge_requests, observation_from_wire
-from app.services.test_cases import content_from_row, get_test_case, prepare_content
+from app.services.platform import Platform
+from app.services.test_cases import get_test_case, prepare_content
 
 PREVIEW_NO_JUDGE = "previews do not call the AI judge; runs do"
 
@@ -24,12 +23,12 @@ def preview(content: TestCaseContent, actual_output: Any, actual_tool_calls: Any
 
 
 async def preview_stored_case(
-    pool: asyncpg.Pool, project_id: UUID, test_case_id: UUID, actual_output: Any,
+    platform: Platform, project_id: UUID, test_case_id: UUID, actual_output: Any,
     actual_tool_calls: Any,
 ) -> CaseResult:  # fmt: skip
     """The grade a stored case (its current revision) would give."""
-    row = await get_test_case(pool, project_id, test_case_id)
-    return preview(content_from_row(row), actual_output, actual_tool_calls)
+    case = await get_test_case(platform, project_id, test_case_id)
+    return preview(case.content, actual_output, actual_tool_calls)
 
 
 def preview_unsaved(

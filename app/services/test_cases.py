@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any
 from uuid import UUID
 
-import asyncpg
 import msgspec
 
 from app.db import datasets as dataset_rows
 from app.db import test_cases as case_rows
 from app.domain.checks import OutputContains, OutputNotContains, assign_check_ids
 from app.domain.checks import duplicate_check_ids as find_duplicate_ids
-from app.domain.test_cases import TestCaseContent
+from app.domain.test_cases import TestCase, TestCaseContent
 from app.errors import FieldError, InvalidInput, NotFound
 from app.grading import EXPECTATION_ID, regex_compile_error
+from app.services.platform import Platform
 
 
 class ContentWarning(msgspec.Struct, frozen=True):
@@ -71,100 +70,64 @@ def regex_warnings(content: TestCaseContent) -> list[ContentWarning]:
     return warnings
 
 
-def revision_row(
-    content: TestCaseContent, test_case_id: UUID, dataset_id: UUID, revision: int
-) -> tuple[Any, ...]:
-    """The values of a revision row, in case_rows.REVISION_COLUMNS order."""
-    return (
-        uuid.uuid4(),
-        test_case_id,
-        dataset_id,
-        revision,
-        content.input,
-        content.checks_version,
-        content.checks,
-        content.evaluation_criteria_json,
-        content.expected_output,
-        content.evaluation_type,
-        content.min_confidence,
-        content.description,
-    )
-
-
-def content_from_row(row: asyncpg.Record) -> TestCaseContent:
-    """The stored content of a case row (checks were validated when written)."""
-    return msgspec.convert(
-        {
-            "input": row["input"],
-            "checks_version": row["checks_version"],
-            "checks": row["checks"],
-            "evaluation_criteria_json": row["evaluation_criteria_json"],
-            "expected_output": row["expected_output"],
-            "evaluation_type": row["evaluation_type"],
-            "min_confidence": row["min_confidence"],
-            "description": row["description"],
-        },
-        TestCaseContent,
-    )
-
-
 async def create_test_case(
-    pool: asyncpg.Pool, project_id: UUID, dataset_id: UUID, content: TestCaseContent
-) -> tuple[asyncpg.Record, list[ContentWarning]]:
+    platform: Platform, project_id: UUID, dataset_id: UUID, content: TestCaseContent
+) -> tuple[TestCase, list[ContentWarning]]:
     """Store a new case in the dataset; returns it with its regex warnings."""
     content = prepare_content(content)
     test_case_id = uuid.uuid4()
-    async with pool.acquire() as connection, connection.transaction():
+    async with platform.pool.acquire() as connection, connection.transaction():
         if await dataset_rows.get_dataset(connection, project_id, dataset_id) is None:
             raise NotFound("No dataset with this id in your project.")
-        await case_rows.insert_test_case(
-            connection, revision_row(content, test_case_id, dataset_id, 1)
-        )
-        row = await case_rows.get_test_case(connection, project_id, test_case_id)
-    assert row is not None
-    return row, regex_warnings(content)
+        values = case_rows.revision_values(uuid.uuid4(), test_case_id, dataset_id, 1, content)
+        await case_rows.insert_test_case(connection, values)
+        case = await case_rows.get_test_case(connection, project_id, test_case_id)
+    assert case is not None
+    return case, regex_warnings(content)
 
 
 async def update_test_case(
-    pool: asyncpg.Pool,
+    platform: Platform,
     project_id: UUID,
     test_case_id: UUID,
     change: Callable[[TestCaseContent], TestCaseContent],
-) -> tuple[asyncpg.Record, list[ContentWarning]]:
+) -> tuple[TestCase, list[ContentWarning]]:
     """Apply `change` to the current content and store the result as a new revision."""
-    async with pool.acquire() as connection, connection.transaction():
+    async with platform.pool.acquire() as connection, connection.transaction():
         current_revision = await case_rows.lock_current_revision(
             connection, project_id, test_case_id
         )
         current = await case_rows.get_test_case(connection, project_id, test_case_id)
         if current_revision is None or current is None:
             raise NotFound("No test case with this id in your project.")
-        content = prepare_content(change(content_from_row(current)))
-        row = revision_row(content, test_case_id, current["dataset_id"], current_revision + 1)
-        await case_rows.add_revision(connection, row)
+        content = prepare_content(change(current.content))
+        values = case_rows.revision_values(
+            uuid.uuid4(), test_case_id, current.dataset_id, current_revision + 1, content
+        )
+        await case_rows.add_revision(connection, values)
         updated = await case_rows.get_test_case(connection, project_id, test_case_id)
     assert updated is not None
     return updated, regex_warnings(content)
 
 
-async def get_test_case(pool: asyncpg.Pool, project_id: UUID, test_case_id: UUID) -> asyncpg.Record:
+async def get_test_case(platform: Platform, project_id: UUID, test_case_id: UUID) -> TestCase:
     """The case with its current revision."""
-    row = await case_rows.get_test_case(pool, project_id, test_case_id)
-    if row is None:
+    case = await case_rows.get_test_case(platform.pool, project_id, test_case_id)
+    if case is None:
         raise NotFound("No test case with this id in your project.")
-    return row
+    return case
 
 
 async def list_test_cases(
-    pool: asyncpg.Pool, project_id: UUID, dataset_id: UUID, after_seq: int, limit: int
-) -> list[asyncpg.Record]:
+    platform: Platform, project_id: UUID, dataset_id: UUID, after_seq: int, limit: int
+) -> list[TestCase]:
     """A page of the dataset's cases."""
-    if await dataset_rows.get_dataset(pool, project_id, dataset_id) is None:
+    if await dataset_rows.get_dataset(platform.pool, project_id, dataset_id) is None:
         raise NotFound("No dataset with this id in your project.")
-    return await case_rows.list_test_cases(pool, dataset_id, after_seq, limit)
+    return await case_rows.list_test_cases(platform.pool, dataset_id, after_seq, limit)
 
 
-async def delete_test_case(pool: asyncpg.Pool, project_id: UUID, test_case_id: UUID) -> None:
+async def delete_test_case(platform: Platform, project_id: UUID, test_case_id: UUID) -> None:
     """Delete a case; runs that pinned its revisions keep them."""
-    if not await case_rows.delete_test_case(pool, project_id, test_case_id):
+    if not await case_rows.delete_test_case(platform.pool, project_id, test_case_id):
         raise NotFound("No test case with this id in your project.")

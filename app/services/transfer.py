@@ -7,21 +7,22 @@ from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 from uuid import UUID
 
-import asyncpg
 import msgspec
 
 from app.db import datasets as dataset_rows
 from app.db import test_cases as case_rows
 from app.db.pool import Connection
 from app.domain.test_cases import TestCaseContent, TestCaseImportLine
-from app.errors import BodyTooLarge, FieldError, InvalidInput, MalformedBody, NotFound
-from app.services.decode_errors import field_error_from_msgspec
-from app.services.test_cases import (
-    content_from_row,
-    content_problems,
-    prepare_content,
-    revision_row,
+from app.errors import (
+    BodyTooLarge,
+    FieldError,
+    InvalidInput,
+    MalformedBody,
+    NotFound,
+    field_error_from_msgspec,
 )
+from app.services.platform import Platform
+from app.services.test_cases import content_problems, prepare_content
 
 COPY_BATCH = 5_000
 # Enough to fix a file in one go without turning the response into a second copy of it.
@@ -63,7 +64,7 @@ class _Importer:
         content = self._parse(number, raw)
         if content is None or self.errors:
             return  # after a bad line nothing more is written: the transaction will roll back
-        row = revision_row(content, uuid.uuid4(), self.dataset_id, 1)
+        row = case_rows.revision_values(uuid.uuid4(), uuid.uuid4(), self.dataset_id, 1, content)
         self.batch.append(row)
         if len(self.batch) >= COPY_BATCH:
             await self.flush()
@@ -101,7 +102,7 @@ class _Importer:
 
 
 async def import_test_cases(
-    pool: asyncpg.Pool,
+    platform: Platform,
     project_id: UUID,
     dataset_id: UUID,
     body: AsyncIterable[bytes],
@@ -109,7 +110,7 @@ async def import_test_cases(
     max_lines: int,
 ) -> int:
     """Import every line of a JSON Lines body, or nothing; returns how many were imported."""
-    async with pool.acquire() as connection, connection.transaction():
+    async with platform.pool.acquire() as connection, connection.transaction():
         if await dataset_rows.get_dataset(connection, project_id, dataset_id) is None:
             raise NotFound("No dataset with this id in your project.")
         importer = _Importer(connection, dataset_id)
@@ -139,27 +140,27 @@ def _raise_if_rejected(importer: _Importer, lines: int) -> None:
         raise MalformedBody("The import holds no test case: send one JSON object per line.")
 
 
-def export_line(row: asyncpg.Record) -> bytes:
+def export_line(content: TestCaseContent) -> bytes:
     """One case as a JSON Lines line that imports back unchanged."""
-    return _encoder.encode(content_from_row(row)) + b"\n"
+    return _encoder.encode(content) + b"\n"
 
 
 async def export_test_cases(
-    pool: asyncpg.Pool, project_id: UUID, dataset_id: UUID, lines_per_chunk: int = 500
+    platform: Platform, project_id: UUID, dataset_id: UUID, lines_per_chunk: int = 500
 ) -> AsyncIterator[bytes]:
     """Stream the dataset's cases as JSON Lines, a chunk of lines at a time."""
-    if await dataset_rows.get_dataset(pool, project_id, dataset_id) is None:
+    if await dataset_rows.get_dataset(platform.pool, project_id, dataset_id) is None:
         raise NotFound("No dataset with this id in your project.")
-    return _export_chunks(pool, dataset_id, lines_per_chunk)
+    return _export_chunks(platform, dataset_id, lines_per_chunk)
 
 
 async def _export_chunks(
-    pool: asyncpg.Pool, dataset_id: UUID, lines_per_chunk: int
+    platform: Platform, dataset_id: UUID, lines_per_chunk: int
 ) -> AsyncIterator[bytes]:
-    async with pool.acquire() as connection, connection.transaction(readonly=True):
+    async with platform.pool.acquire() as connection, connection.transaction(readonly=True):
         chunk: list[bytes] = []
-        async for row in case_rows.stream_test_cases(connection, dataset_id):
-            chunk.append(export_line(row))
+        async for content in case_rows.stream_test_cases(connection, dataset_id):
+            chunk.append(export_line(content))
             if len(chunk) >= lines_per_chunk:
                 yield b"".join(chunk)
                 chunk = []

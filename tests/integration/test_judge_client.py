@@ -17,7 +17,8 @@ import httpx
 import msgspec
 import pytest
 
-from app.judge import NO_JUDGE, JudgeAnswer, JudgeClient, JudgeQuestion, JudgeSettings, Usage
+from app.domain.judging import Usage
+from app.judge import NO_JUDGE, JudgeAnswer, JudgeClient, JudgeQuestion, JudgeSettings
 from app.judge.verdicts import CUT_OFF, REFUSED, VERDICT_TOOL_NAME
 from tests.fake_anthropic import (
     FAKE_API_KEY,

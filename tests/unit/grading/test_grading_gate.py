@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
 import pytest
 
 from app.domain.results import Gate, RunCounts
-from app.grading import decide_gate
+from app.domain.runs import Run
+from app.grading import decide_gate, run_gate, settled_status
 from app.grading.gate import percentages
 
 
@@ -174,3 +179,55 @@ def test_contradictory_counts_are_refused(fields: dict[str, int], message: str) 
 
 def test_percentages_give_up_after_six_decimals() -> None:
     assert percentages(0.999999999, 1.0) == ("100.000000%", "100.000000%")
+
+
+def stored_run(status: str = "running", **counters: int) -> Run:
+    """A stored run with these counters (done 10 of 10, all graded and passed, by default)."""
+    now = datetime(2026, 11, 30, tzinfo=UTC)
+    values: dict[str, Any] = dict(
+        total=10, done=10, graded=10, passed=10, errored=0, no_checks=0, judge_pending=0
+    )
+    values.update(counters)
+    return Run(
+        id=uuid.uuid4(), project_id=uuid.uuid4(), dataset_id=uuid.uuid4(), seq=1, mode="server",
+        status=status, pass_threshold=1.0, trials=1, labels=None, idempotency_key=None,
+        request_hash=None, pass_rate=None, ci_pass=False, ci_fail_reason=None, created_at=now,
+        updated_at=now, finished_at=None, agent_id=None, concurrency=None, case_count=10,
+        chunk_size=None, started_at=None, judge_use_cache=True, judge_stopped=None,
+        judge_calls=0, judge_cached=0, judge_input_tokens=0, judge_output_tokens=0,
+        judge_cache_read_tokens=0, judge_cache_write_tokens=0, judge_cost_usd=0.0, **values,
+    )  # fmt: skip
+
+
+def test_a_run_waiting_for_verdicts_does_not_pass_and_says_how_many() -> None:
+    gate = run_gate(stored_run(judge_pending=3))
+    assert gate.ci_pass is False
+    assert gate.ci_fail_reason == "The AI judge has not finished: 3 cases wait for verdicts."
+    assert run_gate(stored_run(judge_pending=1)).ci_fail_reason == (
+        "The AI judge has not finished: 1 case waits for verdicts."
+    )
+
+
+def test_missing_results_are_named_before_awaited_verdicts() -> None:
+    gate = run_gate(stored_run(done=8, graded=8, passed=8, judge_pending=2))
+    assert gate.ci_fail_reason is not None
+    assert gate.ci_fail_reason.startswith("Not every test case has a result: 2 of 10 cases")
+
+
+def test_a_run_without_awaited_verdicts_has_the_counters_gate() -> None:
+    assert run_gate(stored_run()) == Gate(pass_rate=1.0, ci_pass=True, ci_fail_reason=None)
+
+
+@pytest.mark.parametrize(
+    ("run", "status"),
+    [
+        pytest.param(stored_run(), "completed", id="every-result-in"),
+        pytest.param(stored_run(judge_pending=2), "grading", id="verdicts-awaited"),
+        pytest.param(stored_run(done=9, graded=9, passed=9), "running", id="results-missing"),
+        pytest.param(stored_run("cancelled"), "cancelled", id="final-stays"),
+        pytest.param(stored_run("awaiting_results", done=0, graded=0, passed=0),
+                     "awaiting_results", id="ci-run-waiting"),  # fmt: skip
+    ],
+)
+def test_settled_status(run: Run, status: str) -> None:
+    assert settled_status(run) == status

@@ -18,6 +18,7 @@ import asyncpg
 import msgspec
 
 from app.db import runs as run_rows
+from app.domain.runs import Run
 
 log = logging.getLogger("agentlasso.watch")
 
@@ -29,7 +30,7 @@ class RunEvent(msgspec.Struct, frozen=True):
     """What a waiter is woken with: the run as it now stands, or the process shutting down."""
 
     kind: str  # "progress", "final", "resync" (after a reconnect) or "shutdown"
-    run: Any = None  # asyncpg.Record, None on shutdown
+    run: Run | None = None  # None on shutdown
 
 
 class RunWatcher:

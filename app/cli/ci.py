@@ -1,30 +1,28 @@
-"""`agentlasso ci`: the CI gate where the CI job calls its own agent (contract 5.1 and 7)."""
+"""`agentlasso ci`: the CI gate where the CI job calls its own agent and posts what it did."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import httpx
 import msgspec
 
-from app import reports
+from app.cli.errors import run_reporting_errors
+from app.cli.gate_report import GateReport, finish
+from app.cli.local_agents import AgentCaller, CommandAgent, HttpAgent, failed
 from app.client import (
     AgentLassoClient,
-    CaseResult,
     PlatformUnavailable,
     ResultsAnswer,
     ResultToPost,
     RunTestCase,
 )
-from app.command_errors import run_reporting_errors
-from app.local_agents import AgentCaller, CommandAgent, HttpAgent, failed
 
-EXIT_PASS, EXIT_FAIL, EXIT_UNAVAILABLE = 0, 1, 2
 POST_TRIES = 3
+Sleep = Callable[[float], Awaitable[None]]
 
 
 class CiOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -61,7 +59,14 @@ async def _run(options: CiOptions) -> int:
         if not answers or answers[-1].status == "grading":
             # An empty dataset, or verdicts still coming (a 202): follow the run to its end.
             answers = [await _follow_to_end(client, run.run_id)]
-    return _report(options, run.test_cases, answers, time.monotonic() - started)
+    names = {case.test_case_id: case.description for case in run.test_cases if case.description}
+    report = GateReport(
+        gate=answers[-1],
+        results=[result for answer in answers for result in answer.results],
+        names=names,
+        time_s=time.monotonic() - started,
+    )
+    return finish(report, options.junit)
 
 
 async def _follow_to_end(client: AgentLassoClient, run_id: str) -> ResultsAnswer:
@@ -107,14 +112,17 @@ async def _call_and_post(
     for finished in asyncio.as_completed([one(case) for case in cases]):
         batch.append(await finished)
         if len(batch) >= options.batch_size:
-            answers.append(await _post(client, run_id, batch))
+            answers.append(await post_batch(client, run_id, batch))
             batch = []
     if batch:
-        answers.append(await _post(client, run_id, batch))
+        answers.append(await post_batch(client, run_id, batch))
     return answers
 
 
-async def _post(client: AgentLassoClient, run_id: str, batch: list[ResultToPost]) -> ResultsAnswer:
+async def post_batch(
+    client: AgentLassoClient, run_id: str, batch: list[ResultToPost], sleep: Sleep = asyncio.sleep
+) -> ResultsAnswer:
+    """Post a batch, trying again (after 1 s, then 2 s) when the platform did not answer."""
     # Posting a batch again replaces its results, so a retry after a dropped answer is safe.
     for attempt in range(1, POST_TRIES + 1):
         try:
@@ -122,45 +130,5 @@ async def _post(client: AgentLassoClient, run_id: str, batch: list[ResultToPost]
         except PlatformUnavailable:
             if attempt == POST_TRIES:
                 raise
-            await asyncio.sleep(attempt)
+            await sleep(attempt)
     raise AssertionError("unreachable")
-
-
-def _report(
-    options: CiOptions, cases: Sequence[RunTestCase], answers: list[ResultsAnswer], time_s: float
-) -> int:
-    final = answers[-1]
-    results = [result for answer in answers for result in answer.results]
-    names = {case.test_case_id: case.description for case in cases if case.description}
-    _print_results(results, names)
-    print(reports.summary_line(final.counts, final.pass_rate, final.pass_threshold))
-    if (judge := reports.judge_line(final.judge)) is not None:
-        print(judge)
-    verdict = "PASS" if final.ci_pass else f"FAIL: {final.ci_fail_reason}"
-    print(f"CI gate: {verdict}")
-    _write_reports(options, final, results, names, time_s)
-    return EXIT_PASS if final.ci_pass else EXIT_FAIL
-
-
-def _print_results(results: Sequence[CaseResult], names: dict[str, str]) -> None:
-    for result in results:
-        if not (result.graded and result.pass_fail):
-            print("\n".join(reports.case_lines(result, names)))
-
-
-def _write_reports(
-    options: CiOptions,
-    final: ResultsAnswer,
-    results: Sequence[CaseResult],
-    names: dict[str, str],
-    time_s: float,
-) -> None:
-    if options.junit is not None:
-        options.junit.write_bytes(reports.junit_xml("agentlasso", results, names, time_s))
-    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_path:
-        markdown = reports.step_summary(
-            "AgentLasso", final.ci_pass, final.ci_fail_reason, final.counts, final.pass_rate,
-            final.pass_threshold, results, names,
-        )  # fmt: skip
-        reports.append_text(Path(summary_path), markdown)

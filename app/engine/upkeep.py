@@ -6,13 +6,12 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-import asyncpg
-
 from app import queue
 from app.db import chunks as chunk_rows
 from app.db import runs as run_rows
 from app.db.pool import Connection
-from app.services.worker_state import WorkerState
+from app.domain.runs import ChunkRef
+from app.engine.worker_state import WorkerState
 
 log = logging.getLogger("agentlasso.upkeep")
 
@@ -64,21 +63,19 @@ async def reap(state: WorkerState, stale_after_s: float, lost_after_s: float) ->
         reissued += await _lost_jobs(state, connection, lost_after_s)
     if reissued:
         log.warning("re-queued %d chunk(s) of dead workers or lost jobs", len(reissued))
-        rows = [(row["run_id"], row["chunk_no"], row["job_id"]) for row in reissued]
-        await queue.enqueue_lanes(state.redis, state.settings.queue_name, rows)
+        await queue.enqueue_lanes(state.redis, state.settings.queue_name, reissued)
 
 
 async def _lost_jobs(
     state: WorkerState, connection: Connection, lost_after_s: float
-) -> list[asyncpg.Record]:
+) -> list[ChunkRef]:
     """Queued chunks whose job Redis no longer has (a restart without persistence), re-issued."""
     queued = await chunk_rows.queued_before(connection, lost_after_s)
-    by_job = {row["job_id"]: row for row in queued}
+    by_job = {chunk.job_id: chunk for chunk in queued}
     missing = await queue.missing_jobs(state.redis, list(by_job))
     reissued = []
     for job_id in missing:
-        row = by_job[job_id]
-        again = await chunk_rows.reissue(connection, row["run_id"], row["chunk_no"], job_id)
+        again = await chunk_rows.reissue(connection, by_job[job_id])
         if again is not None:
             reissued.append(again)
     return reissued

@@ -1,17 +1,70 @@
-"""What a CI log, a JUnit consumer and a GitHub step summary show of a graded run."""
+"""The one report of a gated run that `agentlasso ci` and `agentlasso run` both give: the
+console lines of a CI log, JUnit XML, and a GitHub step summary."""
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TextIO
 
-from app.client import CaseResult, Counts, JudgeUsage
+import msgspec
+
+from app.client import CaseResult, Counts, JudgeUsage, RunGate
 
 # Characters XML 1.0 cannot carry: an agent's reply may contain any of them.
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-MAX_SUMMARY_FAILURES = 50
+# A CI log and a step summary show this many cases that did not pass; JUnit has every one.
+MAX_FAILURES_SHOWN = 50
+EXIT_PASS, EXIT_FAIL, EXIT_UNAVAILABLE = 0, 1, 2
+
+
+class GateReport(msgspec.Struct, frozen=True, kw_only=True):
+    """A finished run's gate with every result, and the cases' descriptions by test case id."""
+
+    gate: RunGate
+    results: Sequence[CaseResult]
+    names: Mapping[str, str]
+    time_s: float
+
+    def not_passed(self) -> list[CaseResult]:
+        """The results that failed or were not graded, in the order they came."""
+        return [result for result in self.results if not (result.graded and result.pass_fail)]
+
+
+def finish(report: GateReport, junit: Path | None, out: TextIO = sys.stdout) -> int:
+    """Print the report, write JUnit and the step summary; the command's exit code."""
+    print_report(report, out)
+    if junit is not None:
+        junit.write_bytes(junit_xml("agentlasso", report.results, report.names, report.time_s))
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        append_text(Path(summary_path), step_summary("AgentLasso", report))
+    return exit_code(report.gate)
+
+
+def exit_code(gate: RunGate) -> int:
+    """0 when the gate passed, 1 when it did not, 2 when the run itself failed."""
+    if gate.status == "failed":
+        return EXIT_UNAVAILABLE
+    return EXIT_PASS if gate.ci_pass else EXIT_FAIL
+
+
+def print_report(report: GateReport, out: TextIO) -> None:
+    """Each case that did not pass (the first MAX_FAILURES_SHOWN), the counts, the gate."""
+    not_passed = report.not_passed()
+    for result in not_passed[:MAX_FAILURES_SHOWN]:
+        print("\n".join(case_lines(result, report.names)), file=out)
+    if len(not_passed) > MAX_FAILURES_SHOWN:
+        print(f"...and {len(not_passed) - MAX_FAILURES_SHOWN} more (see --junit).", file=out)
+    gate = report.gate
+    print(summary_line(gate.counts, gate.pass_rate, gate.pass_threshold), file=out)
+    if (judge := judge_line(gate.judge)) is not None:
+        print(judge, file=out)
+    print(f"CI gate: {'PASS' if gate.ci_pass else f'FAIL: {gate.ci_fail_reason}'}", file=out)
 
 
 def label(result: CaseResult) -> str:
@@ -19,9 +72,18 @@ def label(result: CaseResult) -> str:
     return "SKIP" if not result.graded else "PASS" if result.pass_fail else "FAIL"
 
 
+def case_name(result: CaseResult, names: Mapping[str, str]) -> str | None:
+    """The case's description, with the trial when the run had several."""
+    parts = [
+        names.get(result.test_case_id) or "",
+        f"trial {result.trial}" if result.trial > 1 else "",
+    ]
+    return ", ".join(part for part in parts if part) or None
+
+
 def case_lines(result: CaseResult, names: Mapping[str, str]) -> list[str]:
     """The console lines for a case that did not pass: its verdict, then each failed check."""
-    name = names.get(result.test_case_id)
+    name = case_name(result, names)
     title = f"{result.test_case_id} ({name})" if name else result.test_case_id
     lines = [f"{label(result)} {title}: {result.judge_reasoning}"]
     for check in result.check_results:
@@ -77,7 +139,7 @@ def junit_xml(
 def _testcase(
     parent: ElementTree.Element, suite: str, result: CaseResult, names: Mapping[str, str]
 ) -> None:
-    name = names.get(result.test_case_id) or result.test_case_id
+    name = case_name(result, names) or result.test_case_id
     case = ElementTree.SubElement(
         parent, "testcase", classname=suite, name=_xml_text(f"{name} [{result.test_case_id}]")
     )
@@ -97,22 +159,15 @@ def _xml_text(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def step_summary(
-    title: str,
-    ci_pass: bool,
-    reason: str | None,
-    counts: Counts,
-    pass_rate: float | None,
-    threshold: float,
-    results: Sequence[CaseResult],
-    names: Mapping[str, str],
-) -> str:
+def step_summary(title: str, report: GateReport) -> str:
     """Markdown for $GITHUB_STEP_SUMMARY."""
-    verdict = "passed" if ci_pass else "failed"
+    gate, counts = report.gate, report.gate.counts
+    verdict = "passed" if gate.ci_pass else "failed"
+    reason = gate.ci_fail_reason
     lines = [
         f"## {title}: {verdict}",
         "",
-        f"Pass rate **{percent(pass_rate)}** (threshold {percent(threshold)})."
+        f"Pass rate **{percent(gate.pass_rate)}** (threshold {percent(gate.pass_threshold)})."
         + (f" {_md(reason)}" if reason else ""),
         "",
         "| total | passed | failed | not graded | without a result |",
@@ -120,14 +175,14 @@ def step_summary(
         f"| {counts.total} | {counts.passed} | {counts.failed} | {counts.not_graded} "
         f"| {counts.total - counts.done} |",
     ]
-    not_passed = [r for r in results if not (r.graded and r.pass_fail)]
+    not_passed = report.not_passed()
     if not_passed:
         lines += ["", "| case | result | why |", "|---|---|---|"]
-        for result in not_passed[:MAX_SUMMARY_FAILURES]:
-            name = names.get(result.test_case_id) or result.test_case_id
+        for result in not_passed[:MAX_FAILURES_SHOWN]:
+            name = case_name(result, report.names) or result.test_case_id
             lines.append(f"| {_md(name)} | {label(result)} | {_md(result.judge_reasoning)} |")
-        if len(not_passed) > MAX_SUMMARY_FAILURES:
-            lines.append(f"\n…and {len(not_passed) - MAX_SUMMARY_FAILURES} more.")
+        if len(not_passed) > MAX_FAILURES_SHOWN:
+            lines.append(f"\n…and {len(not_passed) - MAX_FAILURES_SHOWN} more.")
     return "\n".join(lines) + "\n"
 
 

@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 import msgspec
 
 from app.config import Settings
+from app.domain.judging import CachedAnswer, JudgeRecord, Usage
 from app.domain.results import JudgeVerdict, Observation
 from app.domain.test_cases import TestCaseContent
 from app.grading.judge_checks import JudgeRequest, reaches
-from app.judge import JudgeAnswer, JudgeClient, JudgeQuestion, JudgeSettings, Usage, cache_key
+from app.judge import JudgeAnswer, JudgeClient, JudgeQuestion, JudgeSettings, cache_key
 
 
 def judge_settings(settings: Settings) -> JudgeSettings:
@@ -32,32 +34,6 @@ def judge_settings(settings: Settings) -> JudgeSettings:
     )
 
 
-class JudgeRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """What is kept of one verdict: who judged, what it said, what it cost."""
-
-    check_id: str
-    model: str
-    passed: bool | None = None
-    score: float | None = None
-    reasoning: str | None = None
-    not_graded_reason: str | None = None
-    usage: Usage = msgspec.field(default_factory=Usage)
-    latency_ms: int = 0
-    cached: bool = False
-    calls: int = 0
-    samples: tuple[float, ...] = ()
-    flaky: bool = False
-    # The judge's key was refused (401/403): the run stops asking.
-    refused: bool = False
-
-
-class CachedAnswer(msgspec.Struct, frozen=True):
-    """A verdict as the cache keeps it."""
-
-    verdict: JudgeVerdict
-    model: str
-
-
 class RunJudging(msgspec.Struct, kw_only=True):
     """What judging a run needs to know and remember while a chunk is judged."""
 
@@ -65,14 +41,28 @@ class RunJudging(msgspec.Struct, kw_only=True):
     stopped: str | None
 
 
+class VerdictCache(Protocol):
+    """Where verdicts of identical requests are kept."""
+
+    async def get(self, key: str) -> CachedAnswer | None: ...
+
+    async def put(self, key: str, answer: CachedAnswer) -> None: ...
+
+
+# Holds one of the judge calls allowed at once (across every worker) while the block runs.
+JudgeSlot = Callable[[], AbstractAsyncContextManager[None]]
+
+
 class Judge:
     """Asks the judge for one check's verdict, through the cache and the shared limit."""
 
-    def __init__(self, client: JudgeClient, settings: Settings, cache: Any, slot: Any) -> None:
+    def __init__(
+        self, client: JudgeClient, settings: Settings, cache: VerdictCache, slot: JudgeSlot
+    ) -> None:
         self.client = client
         self.settings = settings
-        self.cache = cache  # async get(key) -> CachedAnswer | None, put(key, CachedAnswer)
-        self.slot = slot  # async context manager: one of the judge calls allowed at once
+        self.cache = cache
+        self.slot = slot
 
     async def verdict(
         self,

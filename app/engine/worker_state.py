@@ -9,12 +9,12 @@ import uuid
 from uuid import UUID
 
 import asyncpg
-from arq.connections import ArqRedis
 
 from app.agents import AgentClient
 from app.config import Settings
-from app.services.agent_limits import AgentLimiter
-from app.services.judge_calls import Judge
+from app.coordination.agent_limits import AgentLimiter
+from app.engine.judge_calls import Judge
+from app.queue import QueueConnection
 
 # Progress notifications per run from one worker, at most this often (NOTIFY is not free).
 PROGRESS_EVERY_S = 0.25
@@ -28,7 +28,7 @@ class WorkerState:
         *,
         settings: Settings,
         pool: asyncpg.Pool,
-        redis: ArqRedis,
+        redis: QueueConnection,
         agent_client: AgentClient,
         secret_key: bytes,
         concurrency: int,

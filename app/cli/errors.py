@@ -7,9 +7,8 @@ import sys
 from collections.abc import Coroutine
 from typing import Any
 
+from app.cli.gate_report import EXIT_UNAVAILABLE
 from app.client import ClientError, PlatformUnavailable
-
-EXIT_UNAVAILABLE = 2
 
 
 def run_reporting_errors(base_url: str, main: Coroutine[Any, Any, int]) -> int:

@@ -1,0 +1,139 @@
+"""The `agentlasso` command line: the server commands, and the CI gates `ci` and `run`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from app.cli.server import add_server_commands
+
+_ENVIRONMENT = (
+    "Reads AGENTLASSO_URL (default http://127.0.0.1:8000) and AGENTLASSO_API_KEY. Exits 0 when"
+    " the gate passes, 1 when it fails, 2 when AgentLasso cannot be reached or the run failed."
+)
+
+
+def _ci(args: argparse.Namespace) -> int:
+    from app.cli.ci import CiOptions, run_ci
+
+    api_key = _api_key()
+    if not api_key:
+        return 2
+    options = CiOptions(
+        base_url=_base_url(),
+        api_key=api_key,
+        dataset_id=args.dataset,
+        agent_url=args.agent_url,
+        agent_cmd=args.agent_cmd,
+        threshold=args.threshold,
+        concurrency=args.concurrency,
+        batch_size=args.batch_size,
+        timeout_s=args.timeout,
+        junit=Path(args.junit) if args.junit else None,
+    )
+    return run_ci(options)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from app.cli.run import RunOptions, run_server
+
+    api_key = _api_key()
+    if not api_key:
+        return 2
+    options = RunOptions(
+        base_url=_base_url(),
+        api_key=api_key,
+        dataset_id=args.dataset,
+        agent_id=args.agent,
+        wait=args.wait,
+        trials=args.trials,
+        threshold=args.threshold,
+        concurrency=args.concurrency,
+        junit=Path(args.junit) if args.junit else None,
+    )
+    return run_server(options)
+
+
+def _api_key() -> str | None:
+    key = os.environ.get("AGENTLASSO_API_KEY")
+    if not key:
+        print("error: set AGENTLASSO_API_KEY to a project API key", file=sys.stderr)
+    return key
+
+
+def _base_url() -> str:
+    return os.environ.get("AGENTLASSO_URL") or "http://127.0.0.1:8000"
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError("must be between 0 and 1")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _gate_flags() -> argparse.ArgumentParser:
+    """The flags `ci` and `run` share: which dataset, the gate, and the JUnit file."""
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument("--dataset", required=True, help="the dataset id")
+    shared.add_argument("--threshold", type=_fraction, help="pass threshold, 0 to 1 (default 1.0)")
+    shared.add_argument("--junit", help="write JUnit XML here")
+    return shared
+
+
+def _add_ci(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ci = commands.add_parser(
+        "ci",
+        parents=[_gate_flags()],
+        help="run a dataset as a CI gate, calling your agent from here",
+        description=_ENVIRONMENT,
+    )
+    agent = ci.add_mutually_exclusive_group(required=True)
+    agent.add_argument("--agent-url", help="POST each case to this URL")
+    agent.add_argument(
+        "--agent-cmd", help="run this command per case: request on stdin, answer on stdout"
+    )
+    ci.add_argument("--concurrency", type=_positive, default=8, help="agent calls at once")
+    ci.add_argument("--batch-size", type=_positive, default=500, help="results per POST")
+    ci.add_argument("--timeout", type=float, default=30.0, help="seconds per agent call")
+    ci.set_defaults(handler=_ci)
+
+
+def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser(
+        "run",
+        parents=[_gate_flags()],
+        help="run a dataset against a registered agent (the platform calls it)",
+        description=_ENVIRONMENT,
+    )
+    run.add_argument("--agent", required=True, help="the registered agent's id")
+    run.add_argument("--wait", action="store_true", help="follow the run and gate on it")
+    run.add_argument("--trials", type=_positive, default=1, help="calls per case, 1 to 10")
+    run.add_argument("--concurrency", type=_positive, help="agent calls in flight for this run")
+    run.set_defaults(handler=_run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    parser = argparse.ArgumentParser(prog="agentlasso", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_server_commands(commands)
+    _add_ci(commands)
+    _add_run(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `agentlasso` console script."""
+    args = build_parser().parse_args(argv)
+    code: int = args.handler(args)
+    return code

@@ -1,0 +1,125 @@
+"""The server commands: dev, api, worker, migrate, keys, secret-key.
+
+Each imports what it starts only when it runs, so the CI gate commands (`ci`, `run`) load
+nothing of the server: they are the commands a user's CI machine runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+
+def dev(args: argparse.Namespace) -> int:
+    """`agentlasso dev`: the whole platform on this machine."""
+    from app.devstack.dev import run_dev
+
+    return run_dev(data_dir=Path(args.data_dir), host=args.host, port=args.port)
+
+
+def api(args: argparse.Namespace) -> int:
+    """`agentlasso api`: the HTTP API, a production process."""
+    import uvicorn
+
+    uvicorn.run(
+        "app.api.app:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        # Below a typical orchestrator grace period (30 s), so in-flight requests get answered.
+        timeout_graceful_shutdown=10,
+    )
+    return 0
+
+
+def worker(args: argparse.Namespace) -> int:
+    """`agentlasso worker`: one worker process."""
+    from workers.main import run_worker
+
+    return run_worker(concurrency=args.concurrency)
+
+
+def migrate(_args: argparse.Namespace) -> int:
+    """`agentlasso migrate`: apply the migrations not yet applied."""
+    from app.config import load_settings
+    from app.db.migrations import apply_migrations
+
+    applied = asyncio.run(apply_migrations(load_settings().database_url))
+    for name in applied:
+        print(f"applied {name}")
+    print(f"{len(applied)} migration(s) applied")
+    return 0
+
+
+def keys_create(args: argparse.Namespace) -> int:
+    """`agentlasso keys create`: a new key, alone on the last line."""
+    from app.config import load_settings
+    from app.services.api_keys import create_key_for_project_name
+
+    key = asyncio.run(create_key_for_project_name(load_settings().database_url, args.project))
+    print(f"Created an API key for project {args.project!r}. It is shown once; store it now.")
+    print(key)
+    return 0
+
+
+def keys_revoke(args: argparse.Namespace) -> int:
+    """`agentlasso keys revoke`: revoke the one active key with this prefix."""
+    from app.config import load_settings
+    from app.errors import AgentLassoError
+    from app.services.api_keys import revoke_key_by_prefix
+
+    try:
+        asyncio.run(revoke_key_by_prefix(load_settings().database_url, args.key_prefix))
+    except AgentLassoError as exc:
+        print(f"error: {exc.detail}", file=sys.stderr)
+        return 1
+    print(f"Revoked the key starting {args.key_prefix}.")
+    return 0
+
+
+def secret_key(_args: argparse.Namespace) -> int:
+    """`agentlasso secret-key`: a new AGENTLASSO_SECRET_KEY."""
+    from app.secrets_box import generate_key
+
+    print(generate_key())
+    return 0
+
+
+def add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The server commands and their flags."""
+    dev_parser = commands.add_parser("dev", help="run the whole platform on this machine")
+    dev_parser.add_argument("--data-dir", default=".agentlasso", help="where embedded data is kept")
+    dev_parser.add_argument("--host", default="127.0.0.1")
+    dev_parser.add_argument("--port", type=int, default=8000)
+    dev_parser.set_defaults(handler=dev)
+
+    api_parser = commands.add_parser("api", help="serve the HTTP API")
+    api_parser.add_argument("--host", default="127.0.0.1")
+    api_parser.add_argument("--port", type=int, default=8000)
+    api_parser.add_argument("--log-level", default="info")
+    api_parser.set_defaults(handler=api)
+
+    worker_parser = commands.add_parser("worker", help="run a worker process")
+    worker_parser.add_argument("--concurrency", type=int, default=100)
+    worker_parser.set_defaults(handler=worker)
+
+    commands.add_parser("migrate", help="apply database migrations").set_defaults(handler=migrate)
+
+    keys = commands.add_parser("keys", help="manage API keys")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True)
+    create = key_commands.add_parser("create", help="create a project key")
+    create.add_argument("--project", required=True)
+    create.set_defaults(handler=keys_create)
+    revoke = key_commands.add_parser("revoke", help="revoke a key by its prefix")
+    revoke.add_argument("key_prefix")
+    revoke.set_defaults(handler=keys_revoke)
+
+    commands.add_parser(
+        "secret-key",
+        help="print a new AGENTLASSO_SECRET_KEY",
+        description="Prints a new random key (32 bytes, base64) for AGENTLASSO_SECRET_KEY, which"
+        " encrypts agent headers at rest. Give the API and every worker the same key.",
+    ).set_defaults(handler=secret_key)

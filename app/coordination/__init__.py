@@ -1,0 +1,1 @@
+"""Primitives that coordinate processes through Redis and PostgreSQL: limits, pacing, waiting."""

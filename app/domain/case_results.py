@@ -1,0 +1,155 @@
+"""A case result as stored: the grade, what the agent did, and how the platform called it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from app.domain.agent_calls import AgentCall
+from app.domain.judging import JudgeRecord
+from app.domain.results import CaseResult, Outcome
+from app.domain.runs import ResultFlags
+from app.domain.test_cases import TestCaseContent
+
+
+class Reported(msgspec.Struct, frozen=True, kw_only=True):
+    """What the agent did, as reported; a field left UNSET was not reported at all."""
+
+    actual_output: Any = msgspec.UNSET
+    actual_tool_calls: Any = msgspec.UNSET
+
+
+class StoredResult(msgspec.Struct, frozen=True, kw_only=True):
+    """One (test case, trial) of a run, as stored."""
+
+    seq: int
+    run_id: UUID
+    test_case_id: UUID
+    trial: int
+    revision_id: UUID
+    result: CaseResult
+    reported: Reported
+    # Server mode only: the platform's call to the agent. None in CI mode.
+    agent_call: AgentCall | None
+    # True while its AI judge checks wait for verdicts: the grade is provisional.
+    judge_pending: bool
+    judge_records: tuple[JudgeRecord, ...] | None
+    # The agent call failed (a CI client's posted agent_error, or the platform's call).
+    agent_error: str | None
+    created_at: datetime
+
+    @property
+    def outcome(self) -> Outcome:
+        """passed, failed or not_graded."""
+        return self.result.outcome
+
+    def flags(self) -> ResultFlags:
+        """What this result counts for in its run's counters."""
+        return ResultFlags(
+            graded=self.result.graded,
+            pass_fail=self.result.pass_fail,
+            errored=self.agent_error is not None,
+            no_checks=not self.result.check_results,
+            judge_pending=self.judge_pending,
+        )
+
+
+class NewResult(msgspec.Struct, frozen=True, kw_only=True):
+    """A result about to be stored; the field names and order are the table's columns."""
+
+    run_id: UUID
+    test_case_id: UUID
+    trial: int
+    revision_id: UUID
+    outcome: Outcome
+    graded: bool
+    pass_fail: bool
+    no_checks: bool
+    errored: bool
+    score: float | None
+    partially_graded: bool
+    judge_reasoning: str
+    check_results: tuple[Any, ...]
+    ungraded_items: tuple[Any, ...]
+    output_reported: bool
+    actual_output: Any
+    tool_calls_reported: bool
+    actual_tool_calls: Any
+    agent_latency_ms: int | None
+    agent_attempts: tuple[Any, ...] | None
+    agent_error: str | None
+    judge_pending: bool
+    judge_records: tuple[JudgeRecord, ...] | None
+
+    @classmethod
+    def graded_as(
+        cls,
+        run_id: UUID,
+        test_case_id: UUID,
+        trial: int,
+        revision_id: UUID,
+        result: CaseResult,
+        reported: Reported,
+        *,
+        agent_error: str | None,
+        agent_call: AgentCall | None = None,
+        judge_pending: bool = False,
+    ) -> NewResult:
+        """The row for a graded case; UNSET output or calls were not reported."""
+        output_reported = reported.actual_output is not msgspec.UNSET
+        calls_reported = reported.actual_tool_calls is not msgspec.UNSET
+        return cls(
+            run_id=run_id, test_case_id=test_case_id, trial=trial, revision_id=revision_id,
+            outcome=result.outcome, graded=result.graded, pass_fail=result.pass_fail,
+            no_checks=not result.check_results, errored=agent_error is not None,
+            score=result.score, partially_graded=result.partially_graded,
+            judge_reasoning=result.judge_reasoning, check_results=result.check_results,
+            ungraded_items=result.ungraded_items, output_reported=output_reported,
+            actual_output=reported.actual_output if output_reported else None,
+            tool_calls_reported=calls_reported,
+            actual_tool_calls=reported.actual_tool_calls if calls_reported else None,
+            agent_latency_ms=None if agent_call is None else agent_call.latency_ms,
+            agent_attempts=None if agent_call is None else agent_call.attempts,
+            agent_error=agent_error, judge_pending=judge_pending, judge_records=None,
+        )  # fmt: skip
+
+    def flags(self) -> ResultFlags:
+        """What this result counts for in its run's counters."""
+        return ResultFlags(
+            graded=self.graded,
+            pass_fail=self.pass_fail,
+            errored=self.errored,
+            no_checks=self.no_checks,
+            judge_pending=self.judge_pending,
+        )
+
+
+class AwaitingJudge(msgspec.Struct, frozen=True, kw_only=True):
+    """A stored result whose AI judge checks wait for verdicts, with the case it grades."""
+
+    seq: int
+    flags: ResultFlags
+    reported: Reported
+    agent_error: str | None
+    content: TestCaseContent
+
+
+class JudgedResult(msgspec.Struct, frozen=True, kw_only=True):
+    """A result's final grade once its verdicts are in, with the verdict records behind it."""
+
+    seq: int
+    result: CaseResult
+    records: tuple[JudgeRecord, ...]
+
+    def flags(self, before: ResultFlags) -> ResultFlags:
+        """What the result counts for now that its verdicts replaced the provisional grade."""
+        return ResultFlags(
+            graded=self.result.graded,
+            pass_fail=self.result.pass_fail,
+            errored=before.errored,
+            no_checks=before.no_checks,
+            judge_pending=False,
+        )

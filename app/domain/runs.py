@@ -1,0 +1,158 @@
+"""A run as stored: its settings, status, counters and judge usage (one row of eval_runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Literal
+from uuid import UUID
+
+import msgspec
+
+from app.domain.results import RunCounts
+
+RunStatus = Literal[
+    "queued", "running", "awaiting_results", "grading", "completed", "cancelled", "failed"
+]
+RunMode = Literal["ci", "server"]
+FINAL_STATUSES: frozenset[str] = frozenset({"completed", "cancelled", "failed"})
+# A server-mode run whose lanes still call the agent.
+CALLING_STATUSES: frozenset[str] = frozenset({"queued", "running"})
+
+
+class Run(msgspec.Struct, frozen=True, kw_only=True):
+    """A run; the field names are the table's column names, so a row converts without mapping."""
+
+    id: UUID
+    project_id: UUID
+    dataset_id: UUID
+    seq: int
+    mode: RunMode
+    status: RunStatus
+    pass_threshold: float
+    trials: int
+    labels: dict[str, str] | None
+    idempotency_key: str | None
+    # SHA-256 of the creating request: the same idempotency key with another body is a conflict.
+    request_hash: bytes | None
+    # Case results the run expects (test cases x trials), and those received so far.
+    total: int
+    done: int
+    graded: int
+    passed: int
+    errored: int
+    no_checks: int
+    pass_rate: float | None
+    ci_pass: bool
+    ci_fail_reason: str | None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+    agent_id: UUID | None
+    concurrency: int | None
+    case_count: int
+    chunk_size: int | None
+    started_at: datetime | None
+    # Results whose AI judge checks wait for verdicts: the run does not pass until none do.
+    judge_pending: int
+    judge_use_cache: bool
+    # Why the run stopped asking the judge (its key was refused), when it did.
+    judge_stopped: str | None
+    judge_calls: int
+    judge_cached: int
+    judge_input_tokens: int
+    judge_output_tokens: int
+    judge_cache_read_tokens: int
+    judge_cache_write_tokens: int
+    judge_cost_usd: float
+
+    @property
+    def is_final(self) -> bool:
+        """Completed, cancelled or failed: nothing about it changes any more."""
+        return self.status in FINAL_STATUSES
+
+    @property
+    def failed(self) -> int:
+        """Graded results that did not pass."""
+        return self.graded - self.passed
+
+    @property
+    def not_graded(self) -> int:
+        """Results received that could not be graded."""
+        return self.done - self.graded
+
+    def counts(self) -> RunCounts:
+        """The counters the gate is decided from."""
+        return RunCounts(
+            total=self.total,
+            done=self.done,
+            graded=self.graded,
+            passed=self.passed,
+            no_checks=self.no_checks,
+        )
+
+
+class ResultFlags(msgspec.Struct, frozen=True, kw_only=True):
+    """What one case result counts for in its run's counters."""
+
+    graded: bool
+    pass_fail: bool
+    errored: bool
+    no_checks: bool
+    judge_pending: bool
+
+
+class Counters(msgspec.Struct, frozen=True, kw_only=True):
+    """A move of a run's counters: what some results add, or the difference two sets make."""
+
+    done: int = 0
+    graded: int = 0
+    passed: int = 0
+    errored: int = 0
+    no_checks: int = 0
+    judge_pending: int = 0
+
+    @classmethod
+    def counting(cls, results: Iterable[ResultFlags]) -> Counters:
+        """What these results count for."""
+        done = graded = passed = errored = no_checks = judge_pending = 0
+        for flags in results:
+            done += 1
+            graded += flags.graded
+            passed += flags.graded and flags.pass_fail
+            errored += flags.errored
+            no_checks += flags.no_checks
+            judge_pending += flags.judge_pending
+        return cls(
+            done=done, graded=graded, passed=passed, errored=errored, no_checks=no_checks,
+            judge_pending=judge_pending,
+        )  # fmt: skip
+
+    @classmethod
+    def replacing(cls, removed: Iterable[ResultFlags], added: Iterable[ResultFlags]) -> Counters:
+        """How the counters move when `added` results replace `removed` ones."""
+        new, old = cls.counting(added), cls.counting(removed)
+        return cls(
+            done=new.done - old.done,
+            graded=new.graded - old.graded,
+            passed=new.passed - old.passed,
+            errored=new.errored - old.errored,
+            no_checks=new.no_checks - old.no_checks,
+            judge_pending=new.judge_pending - old.judge_pending,
+        )
+
+
+class ChunkRef(msgspec.Struct, frozen=True):
+    """A chunk of a run's work as a job carries it: only ids, the rest is in PostgreSQL."""
+
+    run_id: UUID
+    chunk_no: int
+    job_id: str
+
+
+class ClaimedChunk(msgspec.Struct, frozen=True):
+    """A chunk a worker now holds: agent calls, or the result rows awaiting verdicts."""
+
+    kind: Literal["agent", "judge"]
+    # Judge chunks only: the result rows (their seq) whose verdicts are awaited.
+    seqs: tuple[int, ...]

@@ -1,0 +1,150 @@
+"""A judge chunk in a worker: ask for the verdicts its results wait for, then re-grade them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from app.db import case_results, judge_cache
+from app.db import chunks as chunk_rows
+from app.db import datasets as dataset_rows
+from app.db import runs as run_rows
+from app.db.pool import Connection, Executor
+from app.db.runs import JudgeSpend
+from app.domain.case_results import AwaitingJudge, JudgedResult
+from app.domain.judging import CachedAnswer, JudgeRecord
+from app.domain.results import JudgeVerdict, Observation
+from app.domain.runs import Counters, Run
+from app.engine.judge_calls import Judge, RunJudging
+from app.engine.judging import NO_JUDGE
+from app.engine.worker_state import WorkerState
+from app.grading import grade_case, judge_requests, observation_from_wire
+from app.judge import cost_usd
+
+
+class PgJudgeCache:
+    """The judge's verdict cache, in PostgreSQL."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+
+    async def get(self, key: str) -> CachedAnswer | None:
+        return await judge_cache.get(self.executor, key)
+
+    async def put(self, key: str, answer: CachedAnswer) -> None:
+        await judge_cache.put(self.executor, key, answer)
+
+
+async def judge_chunk(
+    state: WorkerState, run_id: UUID, chunk_no: int, job_id: str, seqs: Sequence[int]
+) -> None:
+    """Judge the chunk's results and store their final grades; hand it back on SIGTERM."""
+    state.held.add((run_id, chunk_no))
+    try:
+        run = await run_rows.run_by_id(state.pool, run_id)
+        judged: list[JudgedResult] = []
+        if run is not None and not run.is_final:
+            judged = await _judge_results(state, state.judge, run, seqs)
+        await _store(state, run_id, chunk_no, job_id, judged)
+    except asyncio.CancelledError:
+        await asyncio.shield(chunk_rows.hand_back(state.pool, run_id, chunk_no, job_id))
+        raise
+    finally:
+        state.held.discard((run_id, chunk_no))
+
+
+async def _judge_results(
+    state: WorkerState, judge: Judge | None, run: Run, seqs: Sequence[int]
+) -> list[JudgedResult]:
+    async with state.pool.acquire() as connection, connection.transaction():
+        waiting = await case_results.lock_pending(connection, run.id, seqs)
+    dataset = await dataset_rows.get_dataset(state.pool, run.project_id, run.dataset_id)
+    context = dataset.data_context if dataset else None
+    # A worker without a judge key (configured unlike the API) settles the cases rather than
+    # leaving the run waiting for verdicts that would never come.
+    stopped = run.judge_stopped or state.judge_stopped.get(run.id)
+    if judge is None:
+        stopped = NO_JUDGE
+    judging = RunJudging(use_cache=run.judge_use_cache, stopped=stopped)
+    # The first case alone: if the judge's key is refused, the rest are not sent at all.
+    judged = [await _judge_one(judge, case, context, judging) for case in waiting[:1]]
+    judged += await asyncio.gather(
+        *(_judge_one(judge, case, context, judging) for case in waiting[1:])
+    )
+    if judging.stopped is not None:
+        state.judge_stopped[run.id] = judging.stopped
+    return judged
+
+
+async def _judge_one(
+    judge: Judge | None, case: AwaitingJudge, context: dict[str, Any] | None, judging: RunJudging
+) -> JudgedResult:
+    observation = _stored_observation(case)
+    verdicts: dict[str, JudgeVerdict] = {}
+    records: list[JudgeRecord] = []
+    for request in judge_requests(case.content, observation):
+        if judge is None or judging.stopped is not None:
+            verdicts[request.check_id] = JudgeVerdict.unavailable(judging.stopped or NO_JUDGE)
+            continue
+        verdict, record = await judge.verdict(request, case.content, observation, context, judging)
+        if record.refused:
+            # Every later call would be refused the same way: this run judges no more.
+            judging.stopped = verdict.not_graded_reason
+        verdicts[request.check_id] = verdict
+        records.append(record)
+    result = grade_case(case.content, observation, verdicts)
+    return JudgedResult(seq=case.seq, result=result, records=tuple(records))
+
+
+def _stored_observation(case: AwaitingJudge) -> Observation:
+    return observation_from_wire(
+        case.reported.actual_output,
+        case.reported.actual_tool_calls,
+        agent_error=case.agent_error,
+    )
+
+
+async def _store(
+    state: WorkerState, run_id: UUID, chunk_no: int, job_id: str, judged: list[JudgedResult]
+) -> None:
+    """Replace provisional grades, move counters and usage, and end the run if it is done."""
+    async with state.pool.acquire() as connection, connection.transaction():
+        run = await run_rows.lock_run_by_id(connection, run_id)
+        assert run is not None
+        # Results replaced since (a CI client posting a case again) are no longer pending.
+        still = {
+            case.seq: case
+            for case in await case_results.lock_pending(connection, run_id, [j.seq for j in judged])
+        }
+        judged = [case for case in judged if case.seq in still]
+        if judged:
+            await case_results.set_judged(connection, run_id, judged)
+            before = [still[case.seq].flags for case in judged]
+            after = [case.flags(still[case.seq].flags) for case in judged]
+            run = await run_rows.apply_counts(connection, run_id, Counters.replacing(before, after))
+            run = await _add_usage(state, connection, run_id, judged)
+        await chunk_rows.finish(connection, run_id, chunk_no, job_id)
+        was_final = run.is_final
+        run = await run_rows.store_gate(connection, run)
+        kind = "final" if run.is_final and not was_final else "progress"
+        await run_rows.notify(connection, run_id, kind)
+
+
+async def _add_usage(
+    state: WorkerState, connection: Connection, run_id: UUID, judged: Sequence[JudgedResult]
+) -> Run:
+    records = [record for case in judged for record in case.records]
+    prices = state.settings.judge_prices
+    spend = JudgeSpend(
+        calls=sum(r.calls for r in records),
+        cached=sum(r.cached for r in records),
+        input_tokens=sum(r.usage.input_tokens for r in records),
+        output_tokens=sum(r.usage.output_tokens for r in records),
+        cache_read_tokens=sum(r.usage.cache_read_input_tokens for r in records),
+        cache_write_tokens=sum(r.usage.cache_creation_input_tokens for r in records),
+        cost_usd=sum(cost_usd(r.usage, r.model, prices) for r in records if not r.cached),
+    )
+    refused = next((r.not_graded_reason for r in records if r.refused), None)
+    return await run_rows.add_judge_usage(connection, run_id, spend, refused)

@@ -1,0 +1,26 @@
+"""What the use cases run on: the database, the queue, the run watcher and the configuration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+from app.agents import AgentClient
+from app.config import Settings
+from app.coordination.run_watch import RunWatcher
+from app.queue import QueueConnection
+
+
+@dataclass(frozen=True, slots=True)
+class Platform:
+    """The long-lived clients of one API process, opened at start-up and closed at shutdown."""
+
+    settings: Settings
+    pool: asyncpg.Pool
+    queue: QueueConnection
+    watcher: RunWatcher
+    # AGENTLASSO_SECRET_KEY's bytes: seals agent headers at rest.
+    secret_key: bytes
+    # Calls agents outside runs (a free try, a preview).
+    agent_client: AgentClient

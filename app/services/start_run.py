@@ -1,0 +1,185 @@
+"""Starting a run of a dataset: in CI mode the client calls its agent, in server mode we do.
+
+Either way the dataset's current revisions are pinned to the run in one statement, so editing
+a case later never changes what an old run graded. A server-mode run is also cut into chunks
+of agent calls, and its first lanes are queued before the answer goes out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import uuid
+from uuid import UUID
+
+import msgspec
+
+from app.db import agents as agent_rows
+from app.db import chunks as chunk_rows
+from app.db import datasets as dataset_rows
+from app.db import runs as run_rows
+from app.db.pool import Connection
+from app.db.runs import RunInsert
+from app.domain.datasets import Dataset
+from app.domain.runs import ChunkRef, Run
+from app.domain.test_cases import PinnedCase
+from app.errors import Conflict, FieldError, InvalidInput
+from app.queue import enqueue_quietly
+from app.services.platform import Platform
+
+# Items per chunk at most: large enough to amortise a chunk's queries, small enough that a
+# worker dying mid-chunk redoes little and that a chunk's slowest call holds up few others.
+MAX_CHUNK_SIZE = 50
+DEFAULT_CONCURRENCY = 50
+
+
+class NewRun(msgspec.Struct, frozen=True, kw_only=True):
+    """What a client asks for when it starts a run; with an agent the platform calls it."""
+
+    dataset_id: UUID
+    pass_threshold: float = 1.0
+    agent_id: UUID | None = None
+    trials: int = 1
+    concurrency: int | None = None
+    labels: dict[str, str] | None = None
+    # False: ask the judge afresh even when an identical request has a cached verdict.
+    judge_cache: bool = True
+
+
+class StartedRun(msgspec.Struct, frozen=True, kw_only=True):
+    """A run as created (or found again through its idempotency key), with its dataset."""
+
+    run: Run
+    dataset: Dataset
+    # True when the idempotency key had already created this run.
+    replayed: bool
+
+
+def request_hash(request: NewRun) -> bytes:
+    """A fingerprint of the request, to tell a retry from another request with the same key."""
+    return hashlib.sha256(msgspec.json.encode(request)).digest()
+
+
+def chunking(total: int, concurrency: int) -> tuple[int, int, int]:
+    """(chunk size, chunk count, lanes): lanes x chunk size is the run's concurrency."""
+    size = max(1, min(MAX_CHUNK_SIZE, concurrency))
+    count = math.ceil(total / size)
+    lanes = min(count, math.ceil(concurrency / size))
+    return size, count, lanes
+
+
+async def start_run(
+    platform: Platform, project_id: UUID, request: NewRun, idempotency_key: str | None
+) -> StartedRun:
+    """Create the run; a server-mode run's first lanes are queued, no agent call awaited."""
+    if request.agent_id is None:
+        return await _start_ci_run(platform, project_id, request, idempotency_key)
+    return await _start_server_run(platform, project_id, request, idempotency_key)
+
+
+async def pinned_cases(platform: Platform, run_id: UUID) -> list[PinnedCase]:
+    """The run's cases at their pinned revisions, in dataset order."""
+    return await run_rows.pinned_cases(platform.pool, run_id)
+
+
+async def _start_ci_run(
+    platform: Platform, project_id: UUID, request: NewRun, idempotency_key: str | None
+) -> StartedRun:
+    if request.trials != 1:
+        # A CI client posts one result per case: a run waiting for more could never complete.
+        detail = "trials are for runs where the platform calls the agent (with agent_id)."
+        raise InvalidInput(detail, [FieldError(pointer="/trials", detail=detail)])
+    async with platform.pool.acquire() as connection, connection.transaction():
+        dataset = await _dataset_to_run(connection, project_id, request.dataset_id)
+        values = _insert_values(project_id, request, idempotency_key, concurrency=None)
+        run = await run_rows.insert_run(connection, values)
+        if run is None:
+            return await _replay(connection, project_id, idempotency_key, request, dataset)
+        run = await run_rows.pin_cases(connection, run.id, request.dataset_id)
+        run = await run_rows.store_gate(connection, run)
+    return StartedRun(run=run, dataset=dataset, replayed=False)
+
+
+async def _start_server_run(
+    platform: Platform, project_id: UUID, request: NewRun, idempotency_key: str | None
+) -> StartedRun:
+    async with platform.pool.acquire() as connection, connection.transaction():
+        dataset = await _dataset_to_run(connection, project_id, request.dataset_id)
+        agent_limit = await _agent_limit(connection, project_id, request.agent_id)
+        concurrency = request.concurrency or min(DEFAULT_CONCURRENCY, agent_limit or 10**9)
+        values = _insert_values(project_id, request, idempotency_key, concurrency=concurrency)
+        run = await run_rows.insert_run(connection, values)
+        if run is None:
+            return await _replay(connection, project_id, idempotency_key, request, dataset)
+        run, lanes = await _plan_work(connection, run, request.dataset_id, concurrency)
+    await enqueue_quietly(platform.queue, platform.settings.queue_name, lanes)
+    return StartedRun(run=run, dataset=dataset, replayed=False)
+
+
+def _insert_values(
+    project_id: UUID, request: NewRun, idempotency_key: str | None, *, concurrency: int | None
+) -> RunInsert:
+    server_mode = request.agent_id is not None
+    return RunInsert(
+        id=uuid.uuid4(), project_id=project_id, dataset_id=request.dataset_id,
+        mode="server" if server_mode else "ci",
+        status="queued" if server_mode else "awaiting_results",
+        pass_threshold=request.pass_threshold, trials=request.trials, labels=request.labels,
+        idempotency_key=idempotency_key, request_hash=request_hash(request),
+        agent_id=request.agent_id, concurrency=concurrency, judge_use_cache=request.judge_cache,
+    )  # fmt: skip
+
+
+async def _plan_work(
+    connection: Connection, run: Run, dataset_id: UUID, concurrency: int
+) -> tuple[Run, list[ChunkRef]]:
+    run = await run_rows.pin_cases(connection, run.id, dataset_id)
+    size, count, lanes = chunking(run.total, concurrency)
+    await run_rows.set_chunk_size(connection, run.id, size)
+    await chunk_rows.create_chunks(connection, run.id, count)
+    first = await chunk_rows.queue_next(connection, run.id, lanes)
+    if run.total == 0:
+        await run_rows.store_gate(connection, run)  # nothing to call: complete, and not passed
+    refreshed = await run_rows.run_by_id(connection, run.id)
+    assert refreshed is not None
+    return refreshed, first
+
+
+async def _dataset_to_run(connection: Connection, project_id: UUID, dataset_id: UUID) -> Dataset:
+    """The dataset a new run is for; a 422 naming /dataset_id when it is not in the project."""
+    dataset = await dataset_rows.get_dataset(connection, project_id, dataset_id)
+    if dataset is None:
+        detail = "No dataset with this id in your project."
+        raise InvalidInput(detail, [FieldError(pointer="/dataset_id", detail=detail)])
+    return dataset
+
+
+async def _agent_limit(
+    connection: Connection, project_id: UUID, agent_id: UUID | None
+) -> int | None:
+    agent = (
+        None if agent_id is None else await agent_rows.get_agent(connection, project_id, agent_id)
+    )
+    if agent is None:
+        detail = "No agent with this id in your project."
+        raise InvalidInput(detail, [FieldError(pointer="/agent_id", detail=detail)])
+    return agent.max_concurrency
+
+
+async def _replay(
+    connection: Connection,
+    project_id: UUID,
+    idempotency_key: str | None,
+    request: NewRun,
+    dataset: Dataset,
+) -> StartedRun:
+    """The run this idempotency key created before; Conflict when it was for another request."""
+    assert idempotency_key is not None, "only a run with a key can be there already"
+    run = await run_rows.run_by_idempotency_key(connection, project_id, idempotency_key)
+    assert run is not None
+    if run.request_hash != request_hash(request):
+        raise Conflict(
+            "This Idempotency-Key was already used with a different request; "
+            "use a new key for a new run."
+        )
+    return StartedRun(run=run, dataset=dataset, replayed=True)
