@@ -39,7 +39,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     agent_retry_after_cap_s: float = 10.0
     # `agentlasso dev` only: the API also serves the demo support bot.
     demo_agent: bool = False
-    # The AI judge (contract section 6). No key: judge checks are not graded, no call is made.
+    # The AI judge. No key: judge checks are not graded, and no call is made.
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
     judge_model: str = "claude-sonnet-5-5"

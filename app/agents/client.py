@@ -29,9 +29,9 @@ from app.agents.failures import (
     with_tries,
 )
 from app.agents.replies import Reply, parse_reply
-from app.agents.retries import RETRYABLE_STATUSES, RetryPolicy, retry_after_s
 from app.agents.transport import GuardedConnector, agent_ssl_context
 from app.domain.agent_calls import Attempt
+from app.retry_policy import RETRYABLE_STATUSES, RetryPolicy, retry_after_s
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 # Sent whatever the agent's stored headers say: identity keeps a gzip bomb from being inflated.
@@ -93,7 +93,7 @@ class AgentClient:
         self._endpoints: dict[str, _Endpoint | str] = {}
 
     async def call(self, target: AgentTarget, body: dict[str, Any]) -> AgentCallResult:
-        """POST the body to the agent, retrying what the contract retries; failures are data."""
+        """POST the body; retry connection errors, timeouts, 429 and 502-504; failures are data."""
         started = time.perf_counter()
         endpoint = self._endpoint(target.url)
         if isinstance(endpoint, str):
@@ -222,7 +222,7 @@ def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes:
 
 
 def _status_failure(status: int, headers: list[tuple[bytes, bytes]]) -> _Outcome:
-    """A non-2xx answer: retryable when the contract says so, with the wait the agent asked for."""
+    """A non-2xx answer: retryable for 429 and 502-504, with the wait the agent asked for."""
     if status not in RETRYABLE_STATUSES:
         return _Outcome(status, answered_status(status))
     asked_s = retry_after_s(_header(headers, b"retry-after").decode("latin-1"))

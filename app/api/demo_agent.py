@@ -12,5 +12,5 @@ from app.devstack.demo import DEMO_AGENT_PATH, demo_reply
 
 @post(DEMO_AGENT_PATH, operation_id="demoAgent", tags=["dev"], status_code=200)
 async def demo_agent(data: Any = Body()) -> dict[str, Any]:  # noqa: B008
-    """Answer as the demo support bot does (contract section 3's request and answer)."""
+    """Answer as the demo support bot does: `{"output", "tool_calls"}` for `{"input", ...}`."""
     return demo_reply(data.get("input") if isinstance(data, dict) else None)

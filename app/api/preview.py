@@ -1,4 +1,4 @@
-"""Previews for the rubric editor: a case's grade for a reply, nothing stored (contract 4)."""
+"""Previews for the rubric editor: the grade a run would give a reply, with nothing stored."""
 
 from __future__ import annotations
 

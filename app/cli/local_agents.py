@@ -25,7 +25,7 @@ class AgentCaller(Protocol):
 
 
 def request_body(run_id: str, case: RunTestCase) -> dict[str, Any]:
-    """What the agent receives (contract section 3)."""
+    """What the agent receives: the input, where it comes from, the case and run, the context."""
     return {
         "input": case.input,
         "source": "agentlasso-test",

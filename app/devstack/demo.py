@@ -134,7 +134,7 @@ _REPLIES = {case.input: case for case in DEMO_CASES}
 
 
 def demo_reply(user_input: object) -> dict[str, Any]:
-    """What the demo bot answers (contract section 3's shape)."""
+    """What the demo bot answers: `{"output": ..., "tool_calls": [...]}`, as any agent does."""
     case = _REPLIES.get(user_input) if isinstance(user_input, str) else None
     if case is None:
         return {"output": "I can help with orders, refunds and shipping.", "tool_calls": []}

@@ -1,8 +1,8 @@
-"""The checks a test case carries (contract section 4.1), as they travel and are stored."""
+"""The checks a test case carries, declared once: as they travel, are stored and are graded."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 import msgspec
 
@@ -85,18 +85,20 @@ Check = (
     | LlmJudge
 )
 
-CHECK_TYPES: tuple[str, ...] = (
-    "tool_called",
-    "tool_not_called",
-    "tool_order",
-    "output_contains",
-    "output_not_contains",
-    "output_valid_json",
-    "llm_judge",
-)
+# Every check type, in the order they are documented: the classes of the union above.
+CHECK_CLASSES: tuple[type[Check], ...] = get_args(Check)
 
-TOOL_CHECKS = (ToolCalled, ToolNotCalled, ToolOrder)
-REPLY_CHECKS = (OutputContains, OutputNotContains, OutputValidJson, LlmJudge)
+
+def type_of(check_class: type[Check]) -> CheckType:
+    """A check class's wire name, its `type` tag."""
+    tag: CheckType = check_class.__struct_config__.tag  # type: ignore[assignment]
+    return tag
+
+
+CHECK_TYPES: tuple[CheckType, ...] = tuple(type_of(cls) for cls in CHECK_CLASSES)
+# CheckType spells the same names for the type checker; it must not drift from the classes.
+if get_args(CheckType) != CHECK_TYPES:
+    raise ImportError(f"CheckType {get_args(CheckType)} does not match the check classes")
 
 
 def duplicate_check_ids(checks: tuple[Check, ...]) -> list[int]:

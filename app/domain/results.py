@@ -1,4 +1,4 @@
-"""What grading observes and decides (contract sections 3, 4.2, 4.3 and 5.4), as frozen Structs."""
+"""What grading observes (the reply, the tool calls) and decides (checks, cases, the gate)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ class JudgeVerdict(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
-    """One check's outcome, as contract 4.2 spells it."""
+    """One check's outcome: passed, failed or not graded, with a detail a person acts on."""
 
     id: str
     type: CheckType
@@ -81,7 +81,7 @@ class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class UngradedItem(msgspec.Struct, frozen=True, kw_only=True):
-    """Something a case asks for that is not a check and so is never graded (contract 4.4)."""
+    """Something a case asks for that is not a check (a free-text rubric item): never graded."""
 
     kind: UngradedKind
     # Where it came from, e.g. "evaluation_criteria_json.semantic_guardrails[0]".
@@ -91,7 +91,7 @@ class UngradedItem(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class CaseResult(msgspec.Struct, frozen=True, kw_only=True):
-    """One case's grade under the rules of contract 4.3."""
+    """One case's grade: its score, pass, whether it was graded, and each check's result."""
 
     score: float | None
     pass_fail: bool
@@ -132,7 +132,7 @@ class RunCounts(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Gate(msgspec.Struct, frozen=True, kw_only=True):
-    """The CI verdict on a run (contract 5.4)."""
+    """The CI verdict on a run: its pass rate, whether it passes, and why not."""
 
     pass_rate: float | None
     ci_pass: bool

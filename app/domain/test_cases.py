@@ -1,4 +1,4 @@
-"""A test case's gradable content: what one revision of a case holds (contract section 2)."""
+"""A test case: the gradable content one revision holds, the live case, and a pinned one."""
 
 from __future__ import annotations
 

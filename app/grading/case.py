@@ -1,11 +1,10 @@
-"""Grading one case: every check, then the case rules of contract 4.3."""
+"""Grading one case: every check, then the case rules (score, pass, graded, the reasoning)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import cast
 
-from app.domain.checks import Check, CheckType
+from app.domain.checks import Check, CheckType, type_of
 from app.domain.results import CaseResult, CheckResult, JudgeVerdict, Observation
 from app.domain.test_cases import TestCaseContent
 from app.grading.context import GradingContext, blocking_causes
@@ -55,7 +54,7 @@ def grade_checks(checks: tuple[Check, ...], context: GradingContext) -> list[Che
 
 def _ungradable(check: Check) -> CheckResult:
     """A failed result for a check type with no grader (a new type added without one)."""
-    tag = cast(CheckType, type(check).__struct_config__.tag)
+    tag = type_of(type(check))
     detail = f"AgentLasso has no grader for checks of type {tag}."
     return failed_as(check.id or "", tag, check.severity, detail)
 
@@ -77,7 +76,11 @@ def _crashed(check_id: str, check_type: CheckType, check: Check, exc: Exception)
 def summarise(
     results: tuple[CheckResult, ...], plan: CasePlan, causes: tuple[str, ...] = ()
 ) -> CaseResult:
-    """Score, pass, graded and the one-line reasoning from the check results (contract 4.3)."""
+    """Score, pass, graded and the one-line reasoning from the check results.
+
+    Score is the mean over graded checks; a case passes when no critical check failed or went
+    ungraded; it is graded when some check was, or a critical one could not be.
+    """
     passed = 0
     score_sum = 0.0
     failed_critical: list[CheckResult] = []

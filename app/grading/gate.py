@@ -1,4 +1,5 @@
-"""The CI gate on a run (contract 5.4), decided from counters alone."""
+"""The CI gate on a run, decided from counters alone: complete, something graded, and the
+pass rate (passed / graded) at or above the threshold."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Older test cases: `evaluation_criteria_json` read as checks (contract 4.4).
+"""Older test cases without a checks list: `evaluation_criteria_json` read as checks.
 
 - `expected_tool_calls` (tool names, or objects with a `name`): one critical `tool_called` each.
 - `guardrails` (strings): one critical plain-text `output_not_contains` each.

@@ -1,4 +1,8 @@
-"""The one place that says which function grades which check type, and what it needs."""
+"""The one place that says which function grades which check class, and what it needs.
+
+The check classes themselves (app/domain/checks.py) say their wire names; a grader's name is
+its class's.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple
 
 from app.domain.checks import (
+    Check,
     CheckType,
     LlmJudge,
     OutputContains,
@@ -14,6 +19,7 @@ from app.domain.checks import (
     ToolCalled,
     ToolNotCalled,
     ToolOrder,
+    type_of,
 )
 from app.domain.results import CheckResult
 from app.grading.context import GradingContext
@@ -23,6 +29,7 @@ from app.grading.text_checks import grade_output_contains, grade_output_not_cont
 from app.grading.tool_checks import grade_tool_called, grade_tool_not_called, grade_tool_order
 
 Need = Literal["reply", "tool_calls"]
+GradeFunction = Callable[[Any, GradingContext], CheckResult]
 
 
 class Grader(NamedTuple):
@@ -30,16 +37,21 @@ class Grader(NamedTuple):
 
     check_type: CheckType
     needs: Need
-    grade: Callable[[Any, GradingContext], CheckResult]
+    grade: GradeFunction
+
+
+def grader(check_class: type[Check], needs: Need, grade: GradeFunction) -> Grader:
+    """The grader of a check class, named by the class's wire name."""
+    return Grader(type_of(check_class), needs, grade)
 
 
 # Keyed by Struct class: one dict lookup per check on the hot path.
 GRADERS: Mapping[type, Grader] = {
-    ToolCalled: Grader("tool_called", "tool_calls", grade_tool_called),
-    ToolNotCalled: Grader("tool_not_called", "tool_calls", grade_tool_not_called),
-    ToolOrder: Grader("tool_order", "tool_calls", grade_tool_order),
-    OutputContains: Grader("output_contains", "reply", grade_output_contains),
-    OutputNotContains: Grader("output_not_contains", "reply", grade_output_not_contains),
-    OutputValidJson: Grader("output_valid_json", "reply", grade_output_valid_json),
-    LlmJudge: Grader("llm_judge", "reply", grade_llm_judge),
+    ToolCalled: grader(ToolCalled, "tool_calls", grade_tool_called),
+    ToolNotCalled: grader(ToolNotCalled, "tool_calls", grade_tool_not_called),
+    ToolOrder: grader(ToolOrder, "tool_calls", grade_tool_order),
+    OutputContains: grader(OutputContains, "reply", grade_output_contains),
+    OutputNotContains: grader(OutputNotContains, "reply", grade_output_not_contains),
+    OutputValidJson: grader(OutputValidJson, "reply", grade_output_valid_json),
+    LlmJudge: grader(LlmJudge, "reply", grade_llm_judge),
 }

@@ -1,4 +1,4 @@
-"""Tool calls as agents report them, in every shape contract section 3 accepts, made uniform.
+"""Tool calls as agents report them (ours, the OpenAI and the Anthropic shapes), made uniform.
 
 Accepted entries: `{"name", "arguments"}` (arguments an object or a JSON string), the OpenAI
 shape `{"function": {"name", "arguments"}}` and the Anthropic shape

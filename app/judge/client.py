@@ -12,11 +12,11 @@ import httpx2
 import msgspec
 from anthropic.types import Message, TextBlock, ToolUseBlock
 
-from app.agents.retries import RetryPolicy, retry_after_s
 from app.domain.judging import Usage
 from app.domain.results import JudgeVerdict
 from app.judge.prompts import JudgeQuestion, message_params
 from app.judge.verdicts import VERDICT_TOOL_NAME, ModelOutput, read_verdict
+from app.retry_policy import RetryPolicy, retry_after_s
 
 log = logging.getLogger("agentlasso.judge")
 

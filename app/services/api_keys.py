@@ -1,4 +1,4 @@
-"""Creating, checking and revoking project API keys (contract section 1)."""
+"""Project API keys: random, shown once, stored only as a hash, revoked at once."""
 
 from __future__ import annotations
 

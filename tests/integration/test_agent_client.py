@@ -1,4 +1,4 @@
-"""The agent client against real HTTP servers on 127.0.0.1 (contract section 3, rules of the call).
+"""The agent client against real HTTP servers on 127.0.0.1.
 
 Nothing here reaches beyond loopback: every test runs under `loopback_only`, which blocks (and
 records) any socket connect to another address, so an address-guard bug fails a test instead of

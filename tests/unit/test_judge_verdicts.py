@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.domain.results import JudgeVerdict
 from app.domain.judging import Usage
+from app.domain.results import JudgeVerdict
 from app.judge import cost_usd
 from app.judge.verdicts import (
     CUT_OFF,

@@ -1,4 +1,4 @@
-"""The case rules of contract 4.3: score, pass, graded, partially graded, judge_reasoning."""
+"""The case rules: score, pass, graded, partially graded, judge_reasoning."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import msgspec
 import pytest
 
 from app.domain.checks import (
+    CHECK_CLASSES,
+    CHECK_TYPES,
     Check,
     LlmJudge,
     OutputContains,
@@ -163,7 +165,7 @@ def test_a_low_score_expectation_fails_the_case() -> None:
         min_confidence=90,
         verdicts={EXPECTATION_ID: JudgeVerdict.scored(0.8)},
     )
-    # A failing SCORE expectation still counts its score, not 0 (contract 4.3).
+    # A failing SCORE expectation still counts its score, not 0.
     assert outcome(result) == (pytest.approx(0.9), False, True, False)
     assert result.judge_reasoning == (
         "1/2 checks passed; failed (critical): expectation llm_judge."
@@ -424,3 +426,8 @@ def test_the_line_says_why_checks_could_not_run() -> None:
     assert agent_down.judge_reasoning.endswith("c2 output_contains. The agent answered HTTP 503.")
     reported = grade_case(content, Observation(actual_output="", tool_calls=()))
     assert "reported" not in reported.judge_reasoning
+
+
+def test_every_check_class_has_a_grader_under_its_own_wire_name() -> None:
+    assert set(GRADERS) == set(CHECK_CLASSES)
+    assert [GRADERS[cls].check_type for cls in CHECK_CLASSES] == list(CHECK_TYPES)

@@ -1,4 +1,4 @@
-"""The run gate of contract 5.4, decided from counters alone."""
+"""The run gate, decided from counters alone."""
 
 from __future__ import annotations
 
@@ -225,8 +225,11 @@ def test_a_run_without_awaited_verdicts_has_the_counters_gate() -> None:
         pytest.param(stored_run(judge_pending=2), "grading", id="verdicts-awaited"),
         pytest.param(stored_run(done=9, graded=9, passed=9), "running", id="results-missing"),
         pytest.param(stored_run("cancelled"), "cancelled", id="final-stays"),
-        pytest.param(stored_run("awaiting_results", done=0, graded=0, passed=0),
-                     "awaiting_results", id="ci-run-waiting"),  # fmt: skip
+        pytest.param(
+            stored_run("awaiting_results", done=0, graded=0, passed=0),
+            "awaiting_results",
+            id="ci-run-waiting",
+        ),
     ],
 )
 def test_settled_status(run: Run, status: str) -> None:

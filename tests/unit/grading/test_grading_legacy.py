@@ -1,4 +1,4 @@
-"""Older cases: evaluation_criteria_json read as checks and free-text items (contract 4.4)."""
+"""Older cases: evaluation_criteria_json read as checks and free-text items."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tool calls and replies as clients post them, normalised (contract section 3)."""
+"""Tool calls and replies as clients post them, normalised."""
 
 from __future__ import annotations
 
