@@ -6,6 +6,10 @@ import datetime
 import email.utils
 import random
 import time
+from collections.abc import Awaitable, Callable
+
+# How a retry loop waits: asyncio.sleep, or in tests a recorder that asserts the delays.
+Sleep = Callable[[float], Awaitable[None]]
 
 # Contract section 3: the answers that say "try again later"; connection errors and timeouts too.
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})

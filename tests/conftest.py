@@ -11,32 +11,17 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import asyncpg
 import httpx
-import msgspec
 import pytest
 import pytest_asyncio
 import uvicorn
 
 from app.api.app import create_app
 from app.config import Settings
-from app.db.migrations import apply_migrations
-from app.services.api_keys import create_key_for_project_name
-
-
-class ServerUrls(msgspec.Struct, frozen=True):
-    """Where the PostgreSQL server and Redis for this test run are."""
-
-    postgres_url: str
-    redis_url: str
-
-
-def with_database(url: str, database: str) -> str:
-    """The same server URL pointing at another database."""
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{database}"))
+from tests.support.databases import ServerUrls, drop_database, fresh_database, new_project_key
+from tests.support.processes import api_process
+from tests.support.waiting import eventually
 
 
 @pytest.fixture(scope="session")
@@ -62,20 +47,9 @@ def server_urls() -> Iterator[ServerUrls]:
 @pytest_asyncio.fixture(scope="session")
 async def database_url(server_urls: ServerUrls) -> AsyncIterator[str]:
     """A fresh database for this test run, migrated, dropped at the end."""
-    name = f"agentlasso_test_{uuid.uuid4().hex[:12]}"
-    admin = await asyncpg.connect(server_urls.postgres_url)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    url = with_database(server_urls.postgres_url, name)
-    await apply_migrations(url)
+    url = await fresh_database(server_urls.postgres_url)
     yield url
-    admin = await asyncpg.connect(server_urls.postgres_url)
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+    await drop_database(server_urls.postgres_url, url)
 
 
 @pytest.fixture(scope="session")
@@ -105,18 +79,16 @@ async def base_url(settings: Settings) -> AsyncIterator[str]:
     config = uvicorn.Config(create_app(settings), log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
+
+    async def started() -> bool:
         if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
+            task.result()  # the server failed to start: raise its error
+        return bool(server.started)
+
+    await eventually(started, 30, what="the test API starting")
     yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     server.should_exit = True
     await task
-
-
-async def new_project_key(database_url: str) -> str:
-    """A key for a brand-new project, so tests never see each other's objects."""
-    return await create_key_for_project_name(database_url, f"test-{uuid.uuid4().hex[:12]}")
 
 
 @pytest_asyncio.fixture
@@ -144,8 +116,6 @@ async def anonymous(base_url: str) -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture(scope="session")
 def api_process_url(settings: Settings) -> Iterator[str]:
     """`agentlasso api` as a separate process on the test database, configured like the tests."""
-    from tests.perf.harness import api_process
-
     env = {
         "AGENTLASSO_SECRET_KEY": settings.secret_key or "",
         "AGENTLASSO_ALLOW_PRIVATE_AGENTS": "1",

@@ -31,7 +31,7 @@ from app.agents.failures import (
 from app.agents.replies import Reply, parse_reply
 from app.agents.transport import GuardedConnector, agent_ssl_context
 from app.domain.agent_calls import Attempt
-from app.retry_policy import RETRYABLE_STATUSES, RetryPolicy, retry_after_s
+from app.retry_policy import RETRYABLE_STATUSES, RetryPolicy, Sleep, retry_after_s
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 # Sent whatever the agent's stored headers say: identity keeps a gzip bomb from being inflated.
@@ -76,6 +76,7 @@ class AgentClient:
         retry_after_cap_s: float = 10.0,
         backoff_base_s: float = 0.5,
         resolver: Resolver | None = None,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         connector = GuardedConnector(
             resolver=resolver or resolve_host,
@@ -91,6 +92,7 @@ class AgentClient:
             backoff_base_s=backoff_base_s,
         )
         self._endpoints: dict[str, _Endpoint | str] = {}
+        self._sleep = sleep
 
     async def call(self, target: AgentTarget, body: dict[str, Any]) -> AgentCallResult:
         """POST the body; retry connection errors, timeouts, 429 and 502-504; failures are data."""
@@ -114,7 +116,7 @@ class AgentClient:
             attempts.append(Attempt(len(attempts) + 1, outcome.status, latency_ms, outcome.error))
             if not outcome.retryable or len(attempts) >= self._retry.max_attempts:
                 return _result(outcome, tuple(attempts), _elapsed_ms(started))
-            await asyncio.sleep(self._retry.delay_s(len(attempts), outcome.retry_after_s))
+            await self._sleep(self._retry.delay_s(len(attempts), outcome.retry_after_s))
 
     async def aclose(self) -> None:
         """Close every pooled connection."""

@@ -16,7 +16,7 @@ from app.domain.judging import Usage
 from app.domain.results import JudgeVerdict
 from app.judge.prompts import JudgeQuestion, message_params
 from app.judge.verdicts import VERDICT_TOOL_NAME, ModelOutput, read_verdict
-from app.retry_policy import RetryPolicy, retry_after_s
+from app.retry_policy import RetryPolicy, Sleep, retry_after_s
 
 log = logging.getLogger("agentlasso.judge")
 
@@ -99,8 +99,9 @@ class _Tally:
 class JudgeClient:
     """Asks the judge model for verdicts; one per process, shared by its tasks."""
 
-    def __init__(self, settings: JudgeSettings) -> None:
+    def __init__(self, settings: JudgeSettings, sleep: Sleep = asyncio.sleep) -> None:
         self._settings = settings
+        self._sleep = sleep
         self._retry = RetryPolicy(
             max_attempts=settings.max_attempts,
             retry_after_cap_s=settings.retry_after_cap_s,
@@ -160,7 +161,7 @@ class JudgeClient:
             if isinstance(outcome, _Failure):
                 if not outcome.retryable or last_attempt:
                     return _failed(outcome, tally.attempts), outcome.auth_failed
-                await asyncio.sleep(self._retry.delay_s(tally.attempts, outcome.retry_after_s))
+                await self._sleep(self._retry.delay_s(tally.attempts, outcome.retry_after_s))
                 continue
             tally.record(outcome)
             verdict = read_verdict(

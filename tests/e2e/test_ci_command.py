@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fake_agent import FakeAgentServer
-from tests.perf.harness import free_port
+from tests.support.fake_agent import FakeAgentServer
+from tests.support.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CLIENT = Path(__file__).parent / "example_client" / "run-eval.mjs"

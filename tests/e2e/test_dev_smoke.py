@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from app.devstack import (
 )
 from app.devstack.ports import free_port
 from app.devstack.service_user import SERVICE_USER, postgres_user, shared_location
+from tests.support.waiting import WaitTimeout, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -130,11 +130,14 @@ def start_dev(data_dir: Path, output_path: Path) -> DevRun:
 
 
 def _wait_for_banner(run: DevRun) -> None:
-    deadline = time.monotonic() + BANNER_TIMEOUT_S
-    while "Press Ctrl-C to stop." not in run.output():
+    def banner_shown() -> bool:
         assert run.process.poll() is None, f"dev exited early:\n{run.output()}"
-        assert time.monotonic() < deadline, f"no banner after {BANNER_TIMEOUT_S} s:\n{run.output()}"
-        time.sleep(0.1)
+        return "Press Ctrl-C to stop." in run.output()
+
+    try:
+        wait_until(banner_shown, BANNER_TIMEOUT_S, what="the dev banner", every_s=0.1)
+    except WaitTimeout:
+        raise AssertionError(f"no banner after {BANNER_TIMEOUT_S} s:\n{run.output()}") from None
     url = re.search(r"AgentLasso is running at (\S+)", run.output())
     key = re.search(r"API key:\s+(\S+)", run.output())
     assert url, run.output()
@@ -301,10 +304,7 @@ def test_children_die_when_dev_is_killed(
     assert len(started) >= 4, run.output()
 
     run.stop(signal.SIGKILL)
-    deadline = time.monotonic() + ORPHANS_DEATH_TIMEOUT_S
-    while still_alive(started) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert still_alive(started) == set()
+    wait_until(lambda: not still_alive(started), ORPHANS_DEATH_TIMEOUT_S, what="every child dying")
 
 
 def test_a_second_start_keeps_data_and_key(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -11,18 +10,25 @@ import httpx
 import pytest
 
 from app.config import Settings
-from tests.e2e.conftest import WorkerProcesses
-from tests.e2e.test_server_mode import all_results, register_agent, start_run, wait_final
-from tests.fake_agent import FakeAgentServer
-from tests.fake_anthropic import (
+from tests.support.api import (
+    FINAL,
+    all_results,
+    create_dataset,
+    register_agent,
+    run_now,
+    start_run,
+    wait_final,
+)
+from tests.support.fake_agent import FakeAgentServer
+from tests.support.fake_anthropic import (
     FAKE_API_KEY,
     FakeAnthropic,
     failed,
     scored,
     server_error,
 )
-from tests.perf.harness import api_process
-from tests.support import create_dataset
+from tests.support.processes import WorkerProcesses, api_process
+from tests.support.waiting import eventually
 
 JUDGE_CHECKS = [
     {"type": "output_contains", "value": "refund"},
@@ -222,13 +228,18 @@ async def test_server_mode_goes_through_grading_and_repeats_near_the_floor(
         run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id)
         statuses = set()
         grading: dict[str, Any] = {}
-        while (current := (await client.get(f"/api/v1/eval-runs/{run['run_id']}")).json())[
-            "status"
-        ] not in ("completed", "failed", "cancelled"):
+
+        async def finished() -> dict[str, Any] | None:
+            nonlocal grading
+            current = await run_now(client, run["run_id"])
+            if current["status"] in FINAL:
+                return current
             statuses.add(current["status"])
             if current["status"] == "grading":
                 grading = current
-            await asyncio.sleep(0.02)
+            return None
+
+        current = await eventually(finished, 60, what="the run finishing", every_s=0.02)
         results = await all_results(client, run["run_id"])
     assert current["counts"]["done"] == 2 and current["judge"]["pending"] == 0
     near_result = next(r for r in results if r["check_results"][0]["id"] == "expectation")

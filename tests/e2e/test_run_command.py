@@ -11,10 +11,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.e2e.conftest import ROOT, WorkerProcesses
-from tests.e2e.test_server_mode import dataset_of, register_agent
-from tests.fake_agent import FakeAgentServer
-from tests.perf.harness import free_port
+from tests.support.api import dataset_of, register_agent
+from tests.support.fake_agent import FakeAgentServer
+from tests.support.processes import ROOT, WorkerProcesses, free_port
 
 
 async def agentlasso_run(

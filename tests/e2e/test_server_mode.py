@@ -12,66 +12,17 @@ import asyncpg
 import httpx
 import msgspec
 
-from tests.e2e.conftest import WorkerProcesses
-from tests.fake_agent import FakeAgentServer
-from tests.perf.harness import free_port
-from tests.support import assert_problem, create_dataset
-
-CHECKS = [
-    {"type": "tool_called", "tool": "stripe.refund"},
-    {"type": "output_contains", "value": "3-5 business days"},
-]
-
-
-async def register_agent(client: httpx.AsyncClient, url: str, **fields: Any) -> str:
-    body = {"name": "support bot", "url": url, "headers": {"authorization": "Bearer s3cret"}}
-    response = await client.post("/api/v1/agents", json={**body, **fields})
-    assert response.status_code == 201, response.text
-    return str(response.json()["id"])
-
-
-async def dataset_of(client: httpx.AsyncClient, inputs: list[str]) -> str:
-    dataset = await create_dataset(client, data_context={"region": "eu"})
-    lines = b"".join(
-        msgspec.json.encode({"input": text, "checks": CHECKS}) + b"\n" for text in inputs
-    )
-    response = await client.post(
-        f"/api/v1/datasets/{dataset['id']}/test-cases/import",
-        content=lines,
-        headers={"content-type": "application/x-ndjson"},
-    )
-    assert response.status_code == 201, response.text
-    return str(dataset["id"])
-
-
-async def start_run(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
-    response = await client.post("/api/v1/eval-runs", json=body)
-    assert response.status_code == 201, response.text
-    run: dict[str, Any] = response.json()
-    return run
-
-
-async def wait_final(client: httpx.AsyncClient, run_id: str, wait_s: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + wait_s
-    while True:
-        left = max(1, min(30, deadline - time.monotonic()))
-        run: dict[str, Any] = (
-            await client.get(f"/api/v1/eval-runs/{run_id}", params={"wait_s": left})
-        ).json()
-        if run["status"] in ("completed", "cancelled", "failed") or time.monotonic() > deadline:
-            return run
-
-
-async def all_results(client: httpx.AsyncClient, run_id: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    cursor = None
-    while True:
-        params: dict[str, Any] = {"limit": 1000, **({"cursor": cursor} if cursor else {})}
-        page = (await client.get(f"/api/v1/eval-runs/{run_id}/results", params=params)).json()
-        items += page["items"]
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return items
+from tests.support.api import (
+    all_results,
+    dataset_of,
+    register_agent,
+    start_run,
+    wait_done,
+    wait_final,
+)
+from tests.support.assertions import assert_problem
+from tests.support.fake_agent import FakeAgentServer
+from tests.support.processes import WorkerProcesses, free_port
 
 
 async def test_the_happy_path(
@@ -176,10 +127,7 @@ async def test_a_worker_killed_mid_run_loses_and_doubles_nothing(
     run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=100)
     connection = await asyncpg.connect(database_url)
     try:
-        while (await client.get(f"/api/v1/eval-runs/{run['run_id']}")).json()["counts"][
-            "done"
-        ] < 300:
-            await asyncio.sleep(0.05)
+        await wait_done(client, run["run_id"], 300)
         # Kill a worker that holds a chunk right now (worker ids are host:pid:nonce).
         holder = await connection.fetchval(
             "SELECT worker_id FROM run_chunks WHERE run_id = $1 AND state = 'running' LIMIT 1",
@@ -214,8 +162,7 @@ async def test_cancel_stops_the_run_and_keeps_its_results(
     agent_id = await register_agent(client, fake_agent.url)
     dataset_id = await dataset_of(client, [f"refund {n}" for n in range(500)])
     run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=10)
-    while (await client.get(f"/api/v1/eval-runs/{run['run_id']}")).json()["counts"]["done"] < 20:
-        await asyncio.sleep(0.1)
+    await wait_done(client, run["run_id"], 20)
     cancelled_at = time.monotonic()
     answer = (await client.post(f"/api/v1/eval-runs/{run['run_id']}/cancel")).json()
     assert answer["status"] == "cancelled"
@@ -318,31 +265,6 @@ async def test_server_sent_events_end_with_the_final_event(
     assert all(kind == "progress" for kind, _ in events[:-1])
     done = [body["counts"]["done"] for _, body in events]
     assert done == sorted(done)
-
-
-async def test_fairness_a_small_run_starts_within_seconds_of_a_large_one(
-    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
-) -> None:
-    workers.start(concurrency=200)
-    agent_id = await register_agent(client, fake_agent.url)
-    big = await start_run(
-        client,
-        dataset_id=await dataset_of(client, [f"refund {n}" for n in range(100_000)]),
-        agent_id=agent_id,
-        concurrency=200,
-    )
-    while (await client.get(f"/api/v1/eval-runs/{big['run_id']}")).json()["counts"]["done"] < 500:
-        await asyncio.sleep(0.1)
-    small_dataset = await dataset_of(client, [f"small {n}" for n in range(20)])
-    submitted = time.monotonic()
-    small = await start_run(client, dataset_id=small_dataset, agent_id=agent_id)
-    final = await wait_final(client, small["run_id"], wait_s=60)
-    first_call = min(
-        t for t, request in fake_agent.arrivals if request["run_id"] == small["run_id"]
-    )
-    await client.post(f"/api/v1/eval-runs/{big['run_id']}/cancel")
-    assert final["status"] == "completed"
-    assert first_call - submitted < 5, f"first call after {first_call - submitted:.2f} s"
 
 
 async def test_an_agents_max_concurrency_holds_across_workers(

@@ -17,16 +17,17 @@ import redis
 
 from app.config import Settings
 from app.devstack.valkey import valkey_binary
-from tests.e2e.conftest import WorkerProcesses
-from tests.e2e.test_server_mode import (
+from tests.support.api import (
     all_results,
     dataset_of,
     register_agent,
     start_run,
+    wait_done,
     wait_final,
 )
-from tests.fake_agent import FakeAgentServer
-from tests.perf.harness import api_process, free_port
+from tests.support.fake_agent import FakeAgentServer
+from tests.support.processes import WorkerProcesses, api_process, free_port
+from tests.support.waiting import wait_until
 
 
 async def done_count(client: httpx.AsyncClient, run_id: str) -> int:
@@ -42,8 +43,7 @@ async def test_sigterm_hands_back_in_flight_work(
     agent_id = await register_agent(client, fake_agent.url)
     dataset_id = await dataset_of(client, [f"refund {n}" for n in range(120)])
     run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=20)
-    while await done_count(client, run["run_id"]) < 20:
-        await asyncio.sleep(0.05)
+    await wait_done(client, run["run_id"], 20)
     first.send_signal(signal.SIGTERM)
     stopped_at = time.monotonic()
     first.wait(timeout=30)
@@ -65,10 +65,7 @@ def private_redis(port: int) -> Iterator[subprocess.Popen[bytes]]:
          "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
     )  # fmt: skip
-    deadline = time.monotonic() + 10
-    while not _answers(port):
-        assert time.monotonic() < deadline, "the test's Redis did not start"
-        time.sleep(0.05)
+    wait_until(lambda: _answers(port), 10, what="the test's Redis starting")
     try:
         yield process
     finally:
@@ -103,8 +100,7 @@ async def test_a_redis_restart_mid_run_strands_nothing(
             agent_id = await register_agent(client, fake_agent.url)
             dataset_id = await dataset_of(client, [f"refund {n}" for n in range(600)])
             run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=20)
-            while await done_count(client, run["run_id"]) < 100:
-                await asyncio.sleep(0.05)
+            await wait_done(client, run["run_id"], 100)
             redis_server.kill()  # everything queued in Redis is gone
             redis_server.wait()
             with private_redis(port):

@@ -22,7 +22,7 @@ import pytest_asyncio
 
 from app.agents import AgentCallResult, AgentClient, AgentTarget, check_agent_url
 from app.grading import observation_from_wire
-from tests.agent_servers import (
+from tests.support.agent_servers import (
     AgentRequest,
     Handler,
     ScriptedAgent,
@@ -37,6 +37,7 @@ from tests.agent_servers import (
     response_head,
     self_signed_tls,
 )
+from tests.support.waiting import RecordedSleep
 
 REPLY = {"output": "Refunded.", "tool_calls": []}
 BODY = {"input": "refund order 1234", "source": "agentlasso-test", "trial": 1, "context": {}}
@@ -95,11 +96,6 @@ def resolver_answering(*answers: list[str]) -> Callable[[str, int], Awaitable[li
 
 def statuses(result: AgentCallResult) -> list[int | None]:
     return [attempt.status for attempt in result.attempts]
-
-
-def waited_ms(result: AgentCallResult) -> int:
-    """Time spent between attempts."""
-    return result.latency_ms - sum(attempt.latency_ms for attempt in result.attempts)
 
 
 # The answer
@@ -338,11 +334,12 @@ async def test_retry_after_seconds_is_waited(start_agent: StartAgent) -> None:
         json_answer({}, status=429, headers={"retry-after": "1"}), json_answer(REPLY)
     )
 
-    result = await call_once(agent.url, backoff_base_s=0.001)
+    sleep = RecordedSleep()
+    result = await call_once(agent.url, sleep=sleep)
 
     assert result.error is None
     assert statuses(result) == [429, 200]
-    assert 950 <= waited_ms(result) < 5000
+    assert sleep.delays_s == [1.0]
 
 
 async def test_retry_after_as_an_http_date_is_waited(start_agent: StartAgent) -> None:
@@ -351,10 +348,12 @@ async def test_retry_after_as_an_http_date_is_waited(start_agent: StartAgent) ->
         json_answer({}, status=503, headers={"retry-after": later}), json_answer(REPLY)
     )
 
-    result = await call_once(agent.url, backoff_base_s=0.001)
+    sleep = RecordedSleep()
+    result = await call_once(agent.url, sleep=sleep)
 
     assert statuses(result) == [503, 200]
-    assert 500 <= waited_ms(result) < 5000  # the date has whole-second precision
+    [delay_s] = sleep.delays_s
+    assert 0.5 <= delay_s <= 2.0  # the date has whole-second precision
 
 
 async def test_huge_retry_after_is_capped(start_agent: StartAgent) -> None:
@@ -362,10 +361,11 @@ async def test_huge_retry_after_is_capped(start_agent: StartAgent) -> None:
         json_answer({}, status=503, headers={"retry-after": "86400"}), json_answer(REPLY)
     )
 
-    result = await call_once(agent.url, retry_after_cap_s=0.3, backoff_base_s=0.001)
+    sleep = RecordedSleep()
+    result = await call_once(agent.url, retry_after_cap_s=10.0, sleep=sleep)
 
     assert statuses(result) == [503, 200]
-    assert 290 <= waited_ms(result) < 5000
+    assert sleep.delays_s == [10.0]
 
 
 # Timeouts

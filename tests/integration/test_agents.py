@@ -18,8 +18,8 @@ import pytest
 from app.api.app import create_app
 from app.config import Settings
 from app.secrets_box import MISSING_KEY, SecretKeyError, generate_key
-from tests.conftest import new_project_key
-from tests.support import assert_problem
+from tests.support.assertions import assert_problem
+from tests.support.databases import new_project_key
 
 SECRET = "Bearer sk-live-do-not-leak-4242"
 AGENT_REPLY = {

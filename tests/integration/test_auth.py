@@ -5,8 +5,9 @@ from __future__ import annotations
 import httpx
 
 from app.services.api_keys import revoke_key_by_prefix
-from tests.conftest import new_project_key
-from tests.support import assert_problem, create_dataset
+from tests.support.api import create_dataset
+from tests.support.assertions import assert_problem
+from tests.support.databases import new_project_key
 
 
 async def test_no_key_is_401(anonymous: httpx.AsyncClient) -> None:

@@ -7,7 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support import assert_problem, create_dataset
+from tests.support.api import create_dataset
+from tests.support.assertions import assert_problem
 
 
 @pytest.fixture

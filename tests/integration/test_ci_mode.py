@@ -7,8 +7,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import new_project_key
-from tests.support import assert_problem, create_dataset
+from tests.support.api import create_dataset
+from tests.support.assertions import assert_problem
+from tests.support.databases import new_project_key
 
 
 @pytest.fixture

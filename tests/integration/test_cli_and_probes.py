@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support import assert_problem
+from tests.support.assertions import assert_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 

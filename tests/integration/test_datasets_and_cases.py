@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from tests.support import assert_problem, create_dataset
+from tests.support.api import create_dataset
+from tests.support.assertions import assert_problem
 
 
 async def test_dataset_lifecycle(client: httpx.AsyncClient) -> None:

@@ -9,7 +9,8 @@ import httpx
 import msgspec
 import pytest
 
-from tests.support import assert_problem, create_dataset
+from tests.support.api import create_dataset
+from tests.support.assertions import assert_problem
 
 JSONL = {"content-type": "application/x-ndjson"}
 

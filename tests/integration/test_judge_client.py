@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +19,8 @@ import pytest
 from app.domain.judging import Usage
 from app.judge import NO_JUDGE, JudgeAnswer, JudgeClient, JudgeQuestion, JudgeSettings
 from app.judge.verdicts import CUT_OFF, REFUSED, VERDICT_TOOL_NAME
-from tests.fake_anthropic import (
+from app.retry_policy import Sleep
+from tests.support.fake_anthropic import (
     FAKE_API_KEY,
     USAGE,
     FakeAnthropic,
@@ -43,6 +43,7 @@ from tests.fake_anthropic import (
     truncated_body,
     wrong_type,
 )
+from tests.support.waiting import RecordedSleep
 
 MODEL = "claude-sonnet-5-5"
 TOOL_MODEL = "claude-haiku-4-5"
@@ -84,10 +85,13 @@ def settings(fake: FakeAnthropic, **changes: Any) -> JudgeSettings:
 
 
 async def judge(
-    fake: FakeAnthropic, question: JudgeQuestion = BOOLEAN, **changes: Any
+    fake: FakeAnthropic,
+    question: JudgeQuestion = BOOLEAN,
+    sleep: Sleep = asyncio.sleep,
+    **changes: Any,
 ) -> JudgeAnswer:
     """One judgement through a fresh client."""
-    client = JudgeClient(settings(fake, **changes))
+    client = JudgeClient(settings(fake, **changes), sleep=sleep)
     try:
         return await client.judge(question)
     finally:
@@ -363,22 +367,20 @@ async def test_latency_covers_the_whole_judgement(fake: FakeAnthropic) -> None:
 
 async def test_retry_after_one_second_is_honoured(fake: FakeAnthropic) -> None:
     fake.script(rate_limited("1"), passed())
-    started = time.perf_counter()
-    answer = await judge(fake, retry_after_cap_s=30.0)
-    elapsed_s = time.perf_counter() - started
+    sleep = RecordedSleep()
+    answer = await judge(fake, sleep=sleep, retry_after_cap_s=30.0)
     assert answer.verdict.passed is True
     assert answer.attempts == 2
-    assert elapsed_s >= 1.0
+    assert sleep.delays_s == [1.0]
 
 
 async def test_an_hour_of_retry_after_is_cut_to_the_cap(fake: FakeAnthropic) -> None:
     fake.script(rate_limited("3600"), passed())
-    started = time.perf_counter()
-    answer = await judge(fake, retry_after_cap_s=2.0)
-    elapsed_s = time.perf_counter() - started
+    sleep = RecordedSleep()
+    answer = await judge(fake, sleep=sleep, retry_after_cap_s=30.0)
     assert answer.verdict.passed is True
     assert answer.attempts == 2
-    assert 2.0 <= elapsed_s < 2.0 + 1.0
+    assert sleep.delays_s == [30.0]
 
 
 # --- what is sent -----------------------------------------------------------------------------

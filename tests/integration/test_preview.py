@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import httpx
 
-from tests.conftest import new_project_key
-from tests.support import assert_problem, create_dataset
+from tests.support.api import create_dataset
+from tests.support.assertions import assert_problem
+from tests.support.databases import new_project_key
 
 CHECKS = [
     {"type": "tool_called", "tool": "stripe.refund"},

@@ -29,7 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def fast_agent_process() -> Iterator[str]:
     """The fast fake agent in a child process; yields its URL."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.agent_servers"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "tests.support.agent_servers"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert process.stdout is not None

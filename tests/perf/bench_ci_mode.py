@@ -14,8 +14,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from tests.perf.bench_import_export import body_chunks
-from tests.perf.harness import rss_mb, run_against_api
+from tests.perf.harness import body_chunks, rss_mb, run_against_api
 
 
 def agent_reply(number: int) -> dict[str, Any]:

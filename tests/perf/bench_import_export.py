@@ -10,46 +10,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
 
 import httpx
-import msgspec
 
-from tests.perf.harness import rss_mb, run_against_api
-
-
-def sample_case(number: int, *, expectation: bool = True) -> dict[str, Any]:
-    case: dict[str, Any] = {
-        "input": f"Order #{number} arrived broken, I want my money back",
-        "checks": [
-            {"type": "tool_called", "tool": "orders.lookup"},
-            {
-                "type": "tool_order",
-                "tools": ["orders.lookup", "stripe.refund"],
-                "severity": "minor",
-            },
-            {"type": "tool_not_called", "tool": "orders.cancel"},
-            {"type": "output_contains", "value": "3-5 business days"},
-            {"type": "output_not_contains", "value": r"\b(?:\d[ -]?){13,16}\b", "regex": True},
-            {"type": "output_valid_json", "severity": "minor"},
-        ],
-    }
-    if expectation:
-        case["expected_output"] = "Confirms the refund amount"
-    return case
-
-
-def body_chunks(
-    cases: int, lines_per_chunk: int = 2_000, *, expectation: bool = True
-) -> Iterator[bytes]:
-    encoder = msgspec.json.Encoder()
-    for start in range(0, cases, lines_per_chunk):
-        stop = min(start + lines_per_chunk, cases)
-        yield b"".join(
-            encoder.encode(sample_case(n, expectation=expectation)) + b"\n"
-            for n in range(start, stop)
-        )
+from tests.perf.harness import body_chunks, rss_mb, run_against_api
 
 
 class RssSampler(threading.Thread):

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.judge import JudgeAnswer, JudgeClient, JudgeQuestion, JudgeSettings
-from tests.fake_anthropic import FAKE_API_KEY, FakeAnthropic
+from tests.support.fake_anthropic import FAKE_API_KEY, FakeAnthropic
 
 
 class TokenBucket:

@@ -20,16 +20,14 @@ from typing import Any
 import httpx
 import msgspec
 
-from tests.fake_anthropic import FAKE_API_KEY, FakeAnthropic
-from tests.perf.bench_server_mode import worker_process
 from tests.perf.harness import (
-    SECRET_KEY,
-    api_process,
-    drop_database,
-    fresh_database,
     new_key,
     server_urls,
+    worker_process,
 )
+from tests.support.databases import drop_database, fresh_database
+from tests.support.fake_anthropic import FAKE_API_KEY, FakeAnthropic
+from tests.support.processes import SECRET_KEY, api_process
 
 LIMIT_PER_MIN = 1200
 
@@ -90,7 +88,7 @@ def main() -> None:
             redis_url,
         ),
     ):
-        database_url = asyncio.run(fresh_database(postgres_url))
+        database_url = asyncio.run(fresh_database(postgres_url, "agentlasso_bench"))
         env = {
             "DATABASE_URL": database_url,
             "REDIS_URL": redis_url,

@@ -4,10 +4,12 @@
     .venv/bin/python -m tests.perf.bench_server_mode slow         # 10,000 cases, 2 s agent, c=1000
     .venv/bin/python -m tests.perf.bench_server_mode longpoll     # 500 clients waiting on one run
     .venv/bin/python -m tests.perf.bench_server_mode memory       # 100,000 cases, fast agent
+    .venv/bin/python -m tests.perf.bench_server_mode fairness     # 20 cases during 100,000
 
 Targets (issue 5): throughput 1,000 cases/s or more; slow wall 1.2 x ideal or less; CPU 1 ms
 per case or less over API and worker; long-poll answers within 250 ms of completion; worker
-peak RSS 300 MB or less on 100,000 cases. Each scenario prints its figures.
+peak RSS 300 MB or less on 100,000 cases; a 20-case run submitted during a 100,000-case run
+gets its first result within 5 s. Each scenario prints its figures.
 """
 
 from __future__ import annotations
@@ -27,16 +29,15 @@ from typing import Any
 import asyncpg
 import httpx
 
-from tests.perf.bench_import_export import body_chunks
 from tests.perf.harness import (
-    SECRET_KEY,
-    api_process,
-    drop_database,
-    fresh_database,
+    body_chunks,
     new_key,
     rss_mb,
     server_urls,
+    worker_process,
 )
+from tests.support.databases import drop_database, fresh_database
+from tests.support.processes import SECRET_KEY, api_process
 
 ROOT = Path(__file__).resolve().parents[2]
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -55,20 +56,6 @@ def delayed_agent(delay_ms: float) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
-
-
-@contextlib.contextmanager
-def worker_process(env: dict[str, str], concurrency: int) -> Iterator[int]:
-    """One `agentlasso worker`; yields its pid."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "worker", "--concurrency", str(concurrency)],
-        cwd=ROOT, env={**os.environ, **env}, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        yield process.pid
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def cpu_s(pid: int) -> float:
@@ -95,14 +82,7 @@ async def run_to_end(
 ) -> tuple[dict[str, Any], float]:
     """Start a run and long-poll it to the end; returns the run and the wall seconds."""
     started = time.perf_counter()
-    run = (
-        await client.post(
-            "/api/v1/eval-runs",
-            json={"dataset_id": dataset_id, "agent_id": agent_id, "concurrency": concurrency},
-        )
-    ).json()
-    while run["status"] not in ("completed", "cancelled", "failed"):
-        run = (await client.get(f"/api/v1/eval-runs/{run['run_id']}", params={"wait_s": 30})).json()
+    run, _ = await follow(client, await start(client, dataset_id, agent_id, concurrency))
     return run, time.perf_counter() - started
 
 
@@ -129,6 +109,51 @@ async def throughput(base: str, key: str, pids: dict[str, int], args: argparse.N
         f"worker peak RSS {rss_mb(pids['worker'], 'VmHWM'):.0f} MB, "
         f"API peak RSS {rss_mb(pids['api'], 'VmHWM'):.0f} MB"
     )
+
+
+async def fairness(base: str, key: str, pids: dict[str, int], args: argparse.Namespace) -> None:
+    """A small run submitted while a large one is well under way: when does it get going?"""
+    del pids
+    async with httpx.AsyncClient(base_url=base, headers={"x-api-key": key}, timeout=120) as client:
+        agent_id, big_dataset = await prepare(client, args.agent_url, args.cases)
+        _, small_dataset = await prepare(client, args.agent_url, 20)
+        big = await start(client, big_dataset, agent_id, args.concurrency)
+        while (await run_now(client, big["run_id"]))["counts"]["done"] < 500:
+            await asyncio.sleep(0.1)
+        submitted = time.perf_counter()
+        small = await start(client, small_dataset, agent_id, 20)
+        while (await run_now(client, small["run_id"]))["counts"]["done"] == 0:
+            await asyncio.sleep(0.02)
+        first_s = time.perf_counter() - submitted
+        _, small_wall = await follow(client, small)
+        big_done = (await run_now(client, big["run_id"]))["counts"]["done"]
+        await client.post(f"/api/v1/eval-runs/{big['run_id']}/cancel")
+    print(
+        f"a 20-case run submitted while a {args.cases:,}-case run had {big_done:,} results: "
+        f"first result after {first_s:.2f} s (target 5 s), done after "
+        f"{first_s + small_wall:.2f} s"
+    )
+
+
+async def start(
+    client: httpx.AsyncClient, dataset_id: str, agent_id: str, concurrency: int
+) -> dict[str, Any]:
+    body = {"dataset_id": dataset_id, "agent_id": agent_id, "concurrency": concurrency}
+    run: dict[str, Any] = (await client.post("/api/v1/eval-runs", json=body)).json()
+    return run
+
+
+async def run_now(client: httpx.AsyncClient, run_id: str) -> dict[str, Any]:
+    run: dict[str, Any] = (await client.get(f"/api/v1/eval-runs/{run_id}")).json()
+    return run
+
+
+async def follow(client: httpx.AsyncClient, run: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """Long-poll a run to its end; the final run and the seconds it took from now."""
+    started = time.perf_counter()
+    while run["status"] not in ("completed", "cancelled", "failed"):
+        run = (await client.get(f"/api/v1/eval-runs/{run['run_id']}", params={"wait_s": 30})).json()
+    return run, time.perf_counter() - started
 
 
 async def longpoll(base: str, key: str, pids: dict[str, int], args: argparse.Namespace) -> None:
@@ -201,6 +226,7 @@ SCENARIOS = {
     # Long enough (about 10 s) that every client is waiting before the run ends.
     "longpoll": dict(cases=200, delay_ms=500, concurrency=10, worker_concurrency=50, clients=500),
     "memory": dict(cases=100_000, delay_ms=0, concurrency=200, worker_concurrency=200),
+    "fairness": dict(cases=100_000, delay_ms=50, concurrency=200, worker_concurrency=200),
 }
 
 
@@ -214,7 +240,7 @@ def main() -> None:
         if getattr(args, name, None) is None:
             setattr(args, name, value)
     with server_urls() as (postgres_url, redis_url):
-        database_url = asyncio.run(fresh_database(postgres_url))
+        database_url = asyncio.run(fresh_database(postgres_url, "agentlasso_bench"))
         args.database_url = database_url
         env = {
             "DATABASE_URL": database_url, "REDIS_URL": redis_url,
@@ -229,7 +255,9 @@ def main() -> None:
             ):
                 args.agent_url = agent_url
                 pids = {"api": api_pid, "worker": worker_pid}
-                scenario = longpoll if args.scenario == "longpoll" else throughput
+                scenario = {"longpoll": longpoll, "fairness": fairness}.get(
+                    args.scenario, throughput
+                )
                 asyncio.run(scenario(base_url, new_key(database_url), pids, args))
         finally:
             asyncio.run(drop_database(postgres_url, database_url))

@@ -6,25 +6,16 @@ import argparse
 import asyncio
 import contextlib
 import os
-import socket
 import subprocess
-import sys
 import tempfile
-import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
 
-import asyncpg
-import httpx
+import msgspec
 
-from app.db.migrations import apply_migrations
-from app.services.api_keys import create_key_for_project_name
-
-ROOT = Path(__file__).resolve().parents[2]
-# A fixed key for benchmark processes (agent headers are encrypted with it).
-SECRET_KEY = "YmVuY2htYXJrLWtleS1mb3ItYWdlbnRsYXNzby0zMmI="
+from tests.support.databases import drop_database, fresh_database, new_project_key
+from tests.support.processes import ROOT, agentlasso, api_process
 
 
 @contextlib.contextmanager
@@ -46,80 +37,6 @@ def server_urls() -> Iterator[tuple[str, str]]:
         remove_embedded_data(data_dir)
 
 
-def with_database(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-
-
-async def fresh_database(server_url: str) -> str:
-    """A new, migrated database for one benchmark run."""
-    name = f"agentlasso_bench_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(server_url)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    url = with_database(server_url, name)
-    await apply_migrations(url)
-    return url
-
-
-async def drop_database(server_url: str, database_url: str) -> None:
-    admin = await asyncpg.connect(server_url)
-    try:
-        name = urlsplit(database_url).path.lstrip("/")
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextlib.contextmanager
-def api_process(
-    database_url: str, redis_url: str, extra_env: dict[str, str] | None = None
-) -> Iterator[tuple[str, int]]:
-    """`agentlasso api` as a child process; yields its base URL and pid."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "REDIS_URL": redis_url,
-        "AGENTLASSO_SECRET_KEY": SECRET_KEY,
-        **(extra_env or {}),
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "api", "--port", str(port), "--log-level", "warning"],
-        cwd=ROOT,
-        env=env,
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(base_url, process)
-        yield base_url, process.pid
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
-def wait_ready(
-    base_url: str, process: subprocess.Popen[bytes] | None = None, timeout_s: float = 30
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"the API process exited with {process.returncode} before ready")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{base_url}/ready", timeout=2).status_code == 200:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"{base_url} was not ready within {timeout_s} s")
-
-
 def rss_mb(pid: int, field: str = "VmRSS") -> float:
     """Resident memory (VmRSS) or its peak so far (VmHWM) of a process, in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -134,7 +51,7 @@ def run_against_api(benchmark: Callable[[str, int, str, int], None], default_cas
     parser.add_argument("--cases", type=int, default=default_cases)
     cases = parser.parse_args().cases
     with server_urls() as (postgres_url, redis_url):
-        database_url = asyncio.run(fresh_database(postgres_url))
+        database_url = asyncio.run(fresh_database(postgres_url, "agentlasso_bench"))
         try:
             with api_process(database_url, redis_url) as (base_url, pid):
                 benchmark(base_url, pid, new_key(database_url), cases)
@@ -143,4 +60,52 @@ def run_against_api(benchmark: Callable[[str, int, str, int], None], default_cas
 
 
 def new_key(database_url: str) -> str:
-    return asyncio.run(create_key_for_project_name(database_url, f"bench-{uuid.uuid4().hex[:8]}"))
+    """A key of a new project, for a benchmark's requests."""
+    return asyncio.run(new_project_key(database_url, "bench"))
+
+
+def sample_case(number: int, *, expectation: bool = True) -> dict[str, Any]:
+    case: dict[str, Any] = {
+        "input": f"Order #{number} arrived broken, I want my money back",
+        "checks": [
+            {"type": "tool_called", "tool": "orders.lookup"},
+            {
+                "type": "tool_order",
+                "tools": ["orders.lookup", "stripe.refund"],
+                "severity": "minor",
+            },
+            {"type": "tool_not_called", "tool": "orders.cancel"},
+            {"type": "output_contains", "value": "3-5 business days"},
+            {"type": "output_not_contains", "value": r"\b(?:\d[ -]?){13,16}\b", "regex": True},
+            {"type": "output_valid_json", "severity": "minor"},
+        ],
+    }
+    if expectation:
+        case["expected_output"] = "Confirms the refund amount"
+    return case
+
+
+def body_chunks(
+    cases: int, lines_per_chunk: int = 2_000, *, expectation: bool = True
+) -> Iterator[bytes]:
+    """A JSON Lines import of `cases` sample cases, in chunks of lines."""
+    encoder = msgspec.json.Encoder()
+    for start in range(0, cases, lines_per_chunk):
+        stop = min(start + lines_per_chunk, cases)
+        yield b"".join(
+            encoder.encode(sample_case(n, expectation=expectation)) + b"\n"
+            for n in range(start, stop)
+        )
+
+
+@contextlib.contextmanager
+def worker_process(env: dict[str, str], concurrency: int) -> Iterator[int]:
+    """One `agentlasso worker`; yields its pid."""
+    argv = agentlasso("worker", "--concurrency", str(concurrency))
+    env = {**os.environ, **env}
+    process = subprocess.Popen(argv, cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
+    try:
+        yield process.pid
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

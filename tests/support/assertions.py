@@ -27,11 +27,3 @@ def assert_problem(
         parameters = [error.get("parameter") for error in body.get("errors", [])]
         assert parameter in parameters, body
     return body
-
-
-async def create_dataset(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
-    """Create a dataset through the API and return it."""
-    response = await client.post("/api/v1/datasets", json={"name": "support", **fields})
-    assert response.status_code == 201, response.text
-    body: dict[str, Any] = response.json()
-    return body

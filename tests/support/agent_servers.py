@@ -280,7 +280,7 @@ async def serve_fast_agent(port: int = 0) -> None:
         await server.serve_forever()
 
 
-if __name__ == "__main__":  # python -m tests.agent_servers [port]: the benchmark's agent
+if __name__ == "__main__":  # python -m tests.support.agent_servers [port]: the benchmark's agent
     with contextlib.suppress(KeyboardInterrupt):
         try:
             import uvloop

@@ -1,0 +1,52 @@
+"""Databases for a test or benchmark run: a fresh one each, migrated, dropped at the end."""
+
+from __future__ import annotations
+
+import uuid
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import msgspec
+
+from app.db.migrations import apply_migrations
+from app.services.api_keys import create_key_for_project_name
+
+
+class ServerUrls(msgspec.Struct, frozen=True):
+    """Where the PostgreSQL server and Redis for this run are."""
+
+    postgres_url: str
+    redis_url: str
+
+
+def with_database(url: str, database: str) -> str:
+    """The same server URL pointing at another database."""
+    return urlunsplit(urlsplit(url)._replace(path=f"/{database}"))
+
+
+async def fresh_database(server_url: str, prefix: str = "agentlasso_test") -> str:
+    """A new, migrated database on this server; its URL."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(server_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    url = with_database(server_url, name)
+    await apply_migrations(url)
+    return url
+
+
+async def drop_database(server_url: str, database_url: str) -> None:
+    """Drop a database fresh_database made, whoever is still connected."""
+    admin = await asyncpg.connect(server_url)
+    try:
+        name = urlsplit(database_url).path.lstrip("/")
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+async def new_project_key(database_url: str, prefix: str = "test") -> str:
+    """A key for a brand-new project, so tests never see each other's objects."""
+    return await create_key_for_project_name(database_url, f"{prefix}-{uuid.uuid4().hex[:12]}")
