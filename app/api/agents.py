@@ -120,8 +120,8 @@ class AgentController(Controller):
     ) -> Agent:
         """Register an agent (its URL must pass the address guard)."""
         spec = service.AgentSpec(**msgspec.structs.asdict(data))
-        row = await service.create_agent(platform, project_id, spec)
-        return agent_out(row)
+        agent = await service.create_agent(platform, project_id, spec)
+        return agent_out(agent)
 
     @get(operation_id="listAgents")
     async def list(
@@ -133,10 +133,10 @@ class AgentController(Controller):
     ) -> AgentPage:
         """The project's agents, oldest first."""
         limit = check_limit(limit)
-        rows = await service.list_agents(platform, project_id, decode_cursor(cursor), limit + 1)
+        agents = await service.list_agents(platform, project_id, decode_cursor(cursor), limit + 1)
         return AgentPage(
-            items=[agent_out(row) for row in rows[:limit]],
-            next_cursor=next_cursor([row.seq for row in rows], limit),
+            items=[agent_out(agent) for agent in agents[:limit]],
+            next_cursor=next_cursor([agent.seq for agent in agents], limit),
         )
 
     @get("/{agent_id:str}", operation_id="getAgent")
@@ -144,8 +144,8 @@ class AgentController(Controller):
         self, platform: PlatformDep, project_id: ProjectId, agent_id: FromPath[str]
     ) -> Agent:
         """One agent."""
-        row = await service.get_agent(platform, project_id, parse_id(agent_id, "agent"))
-        return agent_out(row)
+        agent = await service.get_agent(platform, project_id, parse_id(agent_id, "agent"))
+        return agent_out(agent)
 
     @patch("/{agent_id:str}", operation_id="updateAgent")
     async def update(
@@ -161,8 +161,10 @@ class AgentController(Controller):
             for field in data.__struct_fields__
             if (value := getattr(data, field)) is not msgspec.UNSET
         }
-        row = await service.update_agent(platform, project_id, parse_id(agent_id, "agent"), changes)
-        return agent_out(row)
+        agent = await service.update_agent(
+            platform, project_id, parse_id(agent_id, "agent"), changes
+        )
+        return agent_out(agent)
 
     @delete("/{agent_id:str}", operation_id="deleteAgent")
     async def remove(

@@ -78,10 +78,10 @@ class DatasetController(Controller):
         data: JSONBody[DatasetCreate],
     ) -> Dataset:
         """Create a dataset."""
-        row = await service.create_dataset(
+        dataset = await service.create_dataset(
             platform, project_id, data.name, data.description, data.data_context
         )
-        return dataset_out(row)
+        return dataset_out(dataset)
 
     @get(operation_id="listDatasets")
     async def list(
@@ -93,10 +93,12 @@ class DatasetController(Controller):
     ) -> DatasetPage:
         """The project's datasets, oldest first."""
         limit = check_limit(limit)
-        rows = await service.list_datasets(platform, project_id, decode_cursor(cursor), limit + 1)
+        datasets = await service.list_datasets(
+            platform, project_id, decode_cursor(cursor), limit + 1
+        )
         return DatasetPage(
-            items=[dataset_out(row) for row in rows[:limit]],
-            next_cursor=next_cursor([row.seq for row in rows], limit),
+            items=[dataset_out(dataset) for dataset in datasets[:limit]],
+            next_cursor=next_cursor([dataset.seq for dataset in datasets], limit),
         )
 
     @get("/{dataset_id:str}", operation_id="getDataset")
@@ -107,8 +109,8 @@ class DatasetController(Controller):
         dataset_id: FromPath[str],
     ) -> Dataset:
         """One dataset."""
-        row = await service.get_dataset(platform, project_id, parse_id(dataset_id, "dataset"))
-        return dataset_out(row)
+        dataset = await service.get_dataset(platform, project_id, parse_id(dataset_id, "dataset"))
+        return dataset_out(dataset)
 
     @patch("/{dataset_id:str}", operation_id="updateDataset")
     async def update(
@@ -124,10 +126,10 @@ class DatasetController(Controller):
             for field in ("name", "description", "data_context")
             if (value := getattr(data, field)) is not msgspec.UNSET
         }
-        row = await service.update_dataset(
+        dataset = await service.update_dataset(
             platform, project_id, parse_id(dataset_id, "dataset"), changes
         )
-        return dataset_out(row)
+        return dataset_out(dataset)
 
     @delete("/{dataset_id:str}", operation_id="deleteDataset")
     async def remove(

@@ -143,10 +143,10 @@ class DatasetTestCaseController(Controller):
         data: JSONBody[TestCaseCreate],
     ) -> TestCase:
         """Add a test case to the dataset."""
-        row, warnings = await service.create_test_case(
+        case, warnings = await service.create_test_case(
             platform, project_id, parse_id(dataset_id, "dataset"), data.content()
         )
-        return case_out(row, warnings)
+        return case_out(case, warnings)
 
     @get(operation_id="listTestCases")
     async def list(
@@ -159,7 +159,7 @@ class DatasetTestCaseController(Controller):
     ) -> TestCasePage:
         """The dataset's cases in order, a page at a time."""
         limit = check_limit(limit)
-        rows = await service.list_test_cases(
+        cases = await service.list_test_cases(
             platform,
             project_id,
             parse_id(dataset_id, "dataset"),
@@ -167,8 +167,8 @@ class DatasetTestCaseController(Controller):
             limit + 1,
         )
         return TestCasePage(
-            items=[case_out(row) for row in rows[:limit]],
-            next_cursor=next_cursor([row.seq for row in rows], limit),
+            items=[case_out(case) for case in cases[:limit]],
+            next_cursor=next_cursor([case.seq for case in cases], limit),
         )
 
     # The import enforces its own (larger) limit while streaming, line by line.
@@ -230,8 +230,10 @@ class TestCaseController(Controller):
         test_case_id: FromPath[str],
     ) -> TestCase:
         """A test case at its current revision."""
-        row = await service.get_test_case(platform, project_id, parse_id(test_case_id, "test case"))
-        return case_out(row)
+        case = await service.get_test_case(
+            platform, project_id, parse_id(test_case_id, "test case")
+        )
+        return case_out(case)
 
     @patch(operation_id="updateTestCase")
     async def update(
@@ -242,10 +244,10 @@ class TestCaseController(Controller):
         data: JSONBody[TestCaseUpdate],
     ) -> TestCase:
         """Change a test case: a new revision; runs keep the revision they ran."""
-        row, warnings = await service.update_test_case(
+        case, warnings = await service.update_test_case(
             platform, project_id, parse_id(test_case_id, "test case"), data.apply
         )
-        return case_out(row, warnings)
+        return case_out(case, warnings)
 
     @delete(operation_id="deleteTestCase")
     async def remove(

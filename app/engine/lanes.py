@@ -211,9 +211,9 @@ async def _store(
         run = await run_rows.lock_run_by_id(connection, run_id)
         assert run is not None
         inserted = await case_results.insert_new(connection, results)
-        delta = Counters.counting(row.flags for row in inserted)
+        delta = Counters.counting(stored.flags for stored in inserted)
         run = await run_rows.apply_counts(connection, run_id, delta)
-        judging = [row.seq for row in inserted if row.flags.judge_pending]
+        judging = [stored.seq for stored in inserted if stored.flags.judge_pending]
         judge_work = (
             [await chunk_rows.create_judge_chunk(connection, run_id, judging)] if judging else []
         )

@@ -11,7 +11,7 @@ import msgspec
 
 from app.agents import AgentCallResult, check_agent_url
 from app.agents.headers import seal_headers, target_for
-from app.db import agents as rows
+from app.db import agents as agent_rows
 from app.db.agents import AgentValues
 from app.domain.agents import Agent
 from app.errors import FieldError, InvalidInput, NotFound
@@ -59,12 +59,12 @@ async def create_agent(platform: Platform, project_id: UUID, spec: AgentSpec) ->
         system_prompt=spec.system_prompt,
         tools=spec.tools,
     )
-    return await rows.insert_agent(platform.pool, project_id, agent_id, values)
+    return await agent_rows.insert_agent(platform.pool, project_id, agent_id, values)
 
 
 async def get_agent(platform: Platform, project_id: UUID, agent_id: UUID) -> Agent:
     """The agent, or NotFound."""
-    agent = await rows.get_agent(platform.pool, project_id, agent_id)
+    agent = await agent_rows.get_agent(platform.pool, project_id, agent_id)
     if agent is None:
         raise NotFound(_MISSING)
     return agent
@@ -74,7 +74,7 @@ async def list_agents(
     platform: Platform, project_id: UUID, after_seq: int, limit: int
 ) -> list[Agent]:
     """A page of the project's agents."""
-    return await rows.list_agents(platform.pool, project_id, after_seq, limit)
+    return await agent_rows.list_agents(platform.pool, project_id, after_seq, limit)
 
 
 async def update_agent(
@@ -92,18 +92,18 @@ async def update_agent(
         stored["headers_encrypted"] = seal_headers(platform.secret_key, agent_id, headers)
         stored["header_names"] = sorted(headers)
     async with platform.pool.acquire() as connection, connection.transaction():
-        current = await rows.get_agent(connection, project_id, agent_id)
+        current = await agent_rows.get_agent(connection, project_id, agent_id)
         if current is None:
             raise NotFound(_MISSING)
-        values = msgspec.structs.replace(rows.values_of(current), **stored)
-        updated = await rows.update_agent(connection, project_id, agent_id, values)
+        values = msgspec.structs.replace(agent_rows.values_of(current), **stored)
+        updated = await agent_rows.update_agent(connection, project_id, agent_id, values)
     assert updated is not None
     return updated
 
 
 async def delete_agent(platform: Platform, project_id: UUID, agent_id: UUID) -> None:
     """Delete an agent (runs that called it keep their results)."""
-    if not await rows.delete_agent(platform.pool, project_id, agent_id):
+    if not await agent_rows.delete_agent(platform.pool, project_id, agent_id):
         raise NotFound(_MISSING)
 
 

@@ -129,9 +129,11 @@ async def record_results(
         missing = _not_in_run(results, parsed, pinned)
         if missing:
             raise InvalidInput(f"{len(missing)} posted test case(s) are not in this run.", missing)
-        graded, rows = _grade_batch(run_id, results, parsed, pinned, judge_configured)
+        graded, new_results = _grade_batch(run_id, results, parsed, pinned, judge_configured)
         async with connection.transaction():
-            run, judge_work = await _store_batch(connection, project_id, run_id, case_ids, rows)
+            run, judge_work = await _store_batch(
+                connection, project_id, run_id, case_ids, new_results
+            )
     return RecordedBatch(run=run, graded=graded, judge_work=judge_work)
 
 
@@ -143,19 +145,19 @@ def _grade_batch(
     judge_configured: bool,
 ) -> tuple[list[GradedCase], list[NewResult]]:
     graded: list[GradedCase] = []
-    rows: list[NewResult] = []
+    new_results: list[NewResult] = []
     for posted, case_id in zip(results, parsed, strict=True):
         assert case_id is not None
         case = pinned[case_id]
         result, pending = grade_posted(case.content, posted, judge_configured)
         graded.append(GradedCase(test_case_id=posted.test_case_id, result=result))
-        rows.append(
+        new_results.append(
             NewResult.graded_as(
                 run_id, case_id, 1, case.revision_id, result, posted.reported(),
                 agent_error=posted.agent_error, judge_pending=pending,
             )
         )  # fmt: skip
-    return graded, rows
+    return graded, new_results
 
 
 async def _store_batch(
@@ -163,7 +165,7 @@ async def _store_batch(
     project_id: UUID,
     run_id: UUID,
     case_ids: list[UUID],
-    rows: list[NewResult],
+    new_results: list[NewResult],
 ) -> tuple[Run, list[ChunkRef]]:
     # The run row lock serialises batches of one run, so the counter deltas stay exact.
     run = await run_rows.lock_run(connection, project_id, run_id)
@@ -173,8 +175,8 @@ async def _store_batch(
     if run.mode != "ci":
         raise Conflict("This run calls the agent itself (server mode); it takes no posted results.")
     replaced = await case_results.delete_replaced(connection, run_id, 1, case_ids)
-    await case_results.copy_results(connection, rows)
-    added = [row.flags() for row in rows]
+    await case_results.copy_results(connection, new_results)
+    added = [result.flags() for result in new_results]
     run = await run_rows.apply_counts(connection, run_id, Counters.replacing(replaced, added))
     waiting = any(flags.judge_pending for flags in added)
     judge_work = await _judge_chunks(connection, run_id, case_ids) if waiting else []
