@@ -9,6 +9,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any, cast
 
+import msgspec
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix, job_key_prefix
 from arq.jobs import serialize_job
@@ -23,6 +24,22 @@ log = logging.getLogger("agentlasso.queue")
 QueueConnection = ArqRedis
 
 RUN_LANE = "run_lane"
+
+
+def serialize(job: dict[str, Any]) -> bytes:
+    """Jobs and results travel as JSON, never pickle: whoever can write to Redis must not be
+    able to run code in a worker."""
+    return msgspec.json.encode(job)
+
+
+def deserialize(data: bytes) -> dict[str, Any]:
+    """A job or result written by `serialize`; anything else fails that job only."""
+    job = msgspec.json.decode(data)
+    if not isinstance(job, dict):
+        raise ValueError("a job is a JSON object")
+    return job
+
+
 # arq's own default: a job not started within a day is dropped (the reaper re-issues it).
 JOB_EXPIRES_MS = 24 * 3600 * 1000
 
@@ -34,7 +51,9 @@ def redis_settings(redis_url: str) -> RedisSettings:
 
 async def connect(redis_url: str) -> QueueConnection:
     """A Redis connection that can enqueue jobs."""
-    return await create_pool(redis_settings(redis_url))
+    return await create_pool(
+        redis_settings(redis_url), job_serializer=serialize, job_deserializer=deserialize
+    )
 
 
 async def enqueue_lanes(redis: QueueConnection, queue_name: str, chunks: Sequence[ChunkRef]) -> int:
@@ -43,7 +62,7 @@ async def enqueue_lanes(redis: QueueConnection, queue_name: str, chunks: Sequenc
     pipe = redis.pipeline(transaction=False)
     for chunk in chunks:
         args = (str(chunk.run_id), chunk.chunk_no, chunk.job_id)
-        payload = serialize_job(RUN_LANE, args, {}, None, now_ms)
+        payload = serialize_job(RUN_LANE, args, {}, None, now_ms, serializer=serialize)
         pipe.psetex(job_key_prefix + chunk.job_id, JOB_EXPIRES_MS, payload)
         pipe.zadd(queue_name, {chunk.job_id: now_ms})
     if chunks:

@@ -16,6 +16,7 @@ CREATE TABLE agents (
     tools jsonb,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT agents_id_project_key UNIQUE (id, project_id),
     CONSTRAINT agents_max_concurrency_check CHECK (((max_concurrency >= 1) AND (max_concurrency <= 10000))),
     CONSTRAINT agents_pkey PRIMARY KEY (id),
     CONSTRAINT agents_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
@@ -79,6 +80,8 @@ CREATE TABLE datasets (
     data_context jsonb,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    deleted_at timestamp with time zone,
+    CONSTRAINT datasets_id_project_key UNIQUE (id, project_id),
     CONSTRAINT datasets_pkey PRIMARY KEY (id),
     CONSTRAINT datasets_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
 );
@@ -135,9 +138,9 @@ CREATE TABLE eval_runs (
     judge_cache_read_tokens bigint NOT NULL DEFAULT 0,
     judge_cache_write_tokens bigint NOT NULL DEFAULT 0,
     judge_cost_usd double precision NOT NULL DEFAULT 0,
-    CONSTRAINT eval_runs_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES agents(id) ON DELETE SET NULL,
+    CONSTRAINT eval_runs_agent_project_fkey FOREIGN KEY (agent_id, project_id) REFERENCES agents(id, project_id) ON DELETE SET NULL (agent_id),
     CONSTRAINT eval_runs_counts_check CHECK (((passed <= graded) AND ((graded + no_checks) <= done) AND (done <= total) AND (errored <= done))),
-    CONSTRAINT eval_runs_dataset_id_fkey FOREIGN KEY (dataset_id) REFERENCES datasets(id) ON DELETE CASCADE,
+    CONSTRAINT eval_runs_dataset_project_fkey FOREIGN KEY (dataset_id, project_id) REFERENCES datasets(id, project_id) ON DELETE CASCADE,
     CONSTRAINT eval_runs_mode_check CHECK ((mode = ANY (ARRAY['ci'::text, 'server'::text]))),
     CONSTRAINT eval_runs_pass_threshold_check CHECK (((pass_threshold >= (0)::double precision) AND (pass_threshold <= (1)::double precision))),
     CONSTRAINT eval_runs_pkey PRIMARY KEY (id),
@@ -153,7 +156,9 @@ CREATE TABLE judge_cache (
     model text NOT NULL,
     answer jsonb NOT NULL,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
-    CONSTRAINT judge_cache_pkey PRIMARY KEY (key)
+    project_id uuid NOT NULL,
+    CONSTRAINT judge_cache_pkey PRIMARY KEY (key),
+    CONSTRAINT judge_cache_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
 );
 
 CREATE TABLE projects (
@@ -186,6 +191,7 @@ CREATE INDEX run_chunks_active_idx ON run_chunks USING btree (state, heartbeat_a
 CREATE TABLE schema_migrations (
     name text NOT NULL,
     applied_at timestamp with time zone NOT NULL DEFAULT now(),
+    checksum text,
     CONSTRAINT schema_migrations_pkey PRIMARY KEY (name)
 );
 

@@ -120,6 +120,8 @@ class WorkerSettings:
     on_shutdown = shutdown
     redis_settings = queue.redis_settings(load_settings().redis_url)
     queue_name = load_settings().queue_name
+    job_serializer = queue.serialize
+    job_deserializer = queue.deserialize
     handle_signals = True
     # Lanes are cheap coroutines; agent calls are bounded by the worker's own semaphore.
     max_jobs = 1000

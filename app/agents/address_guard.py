@@ -92,14 +92,18 @@ def non_public_kind(address: IPAddress) -> str | None:
 
 
 def refusal_reason(addresses: Iterable[str]) -> str | None:
-    """Why an agent at these addresses may not be called (the first bad one), or None."""
+    """Why an agent at these addresses may not be called (the first bad one), or None.
+
+    The address itself is never named: what an internal name resolves to is not for a tenant
+    to learn by registering agents.
+    """
     for text in addresses:
         try:
             kind = non_public_kind(ipaddress.ip_address(text))
         except ValueError:
-            return f"the agent URL resolves to {text!r}, which is not an IP address"
+            return "the agent URL resolves to something that is not an IP address"
         if kind is not None:
-            return f"the agent URL resolves to {kind} ({text}), which is not allowed"
+            return f"the agent URL resolves to {kind}, which is not allowed"
     return None
 
 

@@ -108,8 +108,8 @@ class AgentClient:
                 headers=_request_headers(endpoint.host_header, target.headers, len(content)),
                 content=content,
             )
-        except UnicodeEncodeError as exc:
-            return _refused_before_sending(request_refused(exc), started)
+        except UnicodeEncodeError:
+            return _refused_before_sending(request_refused(), started)
         attempts: list[Attempt] = []
         while True:
             outcome, latency_ms = await self._attempt(request, target.timeout_s)
@@ -154,8 +154,8 @@ class AgentClient:
             outcome = _Outcome(None, timed_out(timeout_s), retryable=True)
         except AddressRefused as exc:
             outcome = _Outcome(None, str(exc))
-        except (httpcore.LocalProtocolError, httpcore.UnsupportedProtocol) as exc:
-            outcome = _Outcome(None, request_refused(exc))
+        except (httpcore.LocalProtocolError, httpcore.UnsupportedProtocol):
+            outcome = _Outcome(None, request_refused())
         except (httpcore.NetworkError, httpcore.RemoteProtocolError) as exc:
             outcome = _Outcome(None, connection_failed(exc), retryable=True)
         return outcome, _elapsed_ms(started)

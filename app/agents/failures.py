@@ -51,9 +51,16 @@ def connection_failed(exc: Exception) -> str:
     return f"the connection to the agent failed: {_network_reason(exc)}"
 
 
-def request_refused(exc: Exception) -> str:
-    """The request cannot be sent (a stored header with a line break, say): not the agent's."""
-    return f"the request to the agent cannot be sent: {exc}"
+def request_refused() -> str:
+    """The request cannot be sent (a stored header with a line break, say): not the agent's.
+
+    The HTTP library's own message quotes the offending header value, which may be a secret:
+    it is never passed on.
+    """
+    return (
+        "the request to the agent cannot be sent: its URL or one of its headers is not valid "
+        "in HTTP (set the agent's headers again)"
+    )
 
 
 def with_tries(error: str, tries: int) -> str:

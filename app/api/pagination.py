@@ -10,6 +10,7 @@ from app.errors import FieldError, InvalidInput, NotFound
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
+MAX_SEQ = 2**63 - 1
 
 
 def encode_cursor(seq: int) -> str:
@@ -23,8 +24,10 @@ def decode_cursor(cursor: str | None) -> int:
         return 0
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        if text.startswith("s"):
-            return int(text[1:])
+        seq = int(text[1:]) if text.startswith("s") and text[1:].isdigit() else -1
+        # Row ids are bigints: anything beyond could not have come from a page.
+        if 0 <= seq <= MAX_SEQ:
+            return seq
     except (binascii.Error, UnicodeDecodeError, ValueError):
         pass
     raise InvalidInput(

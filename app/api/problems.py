@@ -55,7 +55,11 @@ class Problem(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 def problem_response(
-    status: int, title: str, detail: str, errors: list[FieldError] | None = None
+    status: int,
+    title: str,
+    detail: str,
+    errors: list[FieldError] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Response[Problem]:
     """A problem+json response."""
     slug = title.lower().replace(" ", "-")
@@ -66,7 +70,9 @@ def problem_response(
         detail=detail,
         errors=errors,
     )
-    headers = {"www-authenticate": "Bearer"} if status == 401 else None
+    headers = dict(headers or {})
+    if status == 401:
+        headers["www-authenticate"] = "Bearer"
     return Response(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
@@ -124,7 +130,8 @@ def on_http_error(request: Request[Any, Any, Any], exc: Exception) -> Response[P
     if status == 400 and detail.startswith("JSON is malformed"):
         return problem_response(400, MalformedBody.title, detail)
     title = _TITLES.get(status, "Error")
-    return problem_response(status, title, detail)
+    # A 405 carries the Allow header the framework worked out.
+    return problem_response(status, title, detail, headers=dict(exc.headers or {}))
 
 
 def _too_large_detail(request: Request[Any, Any, Any]) -> str:

@@ -15,7 +15,13 @@ from app.api.auth import PlatformDep, ProjectId
 from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
 from app.domain import test_cases as domain
 from app.domain.checks import Check
-from app.domain.test_cases import CaseInput, Confidence, EvaluationType, TestCaseContent
+from app.domain.test_cases import (
+    CaseInput,
+    ChecksVersion,
+    Confidence,
+    EvaluationType,
+    TestCaseContent,
+)
 from app.services import test_cases as service
 from app.services import transfer
 from app.services.test_cases import ContentWarning
@@ -29,7 +35,7 @@ class TestCaseCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     __test__ = False
 
     input: CaseInput
-    checks_version: int = 1
+    checks_version: ChecksVersion = 1
     checks: list[Check] | None = None
     evaluation_criteria_json: dict[str, Any] | None = None
     expected_output: str | None = None
@@ -50,7 +56,7 @@ class TestCaseUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     __test__ = False
 
     input: CaseInput | msgspec.UnsetType = msgspec.UNSET
-    checks_version: int | msgspec.UnsetType = msgspec.UNSET
+    checks_version: ChecksVersion | msgspec.UnsetType = msgspec.UNSET
     checks: list[Check] | msgspec.UnsetType | None = msgspec.UNSET
     evaluation_criteria_json: dict[str, Any] | msgspec.UnsetType | None = msgspec.UNSET
     expected_output: str | msgspec.UnsetType | None = msgspec.UNSET

@@ -45,9 +45,13 @@ def worker(args: argparse.Namespace) -> int:
 def migrate(_args: argparse.Namespace) -> int:
     """`agentlasso migrate`: apply the migrations not yet applied."""
     from app.config import load_settings
-    from app.db.migrations import apply_migrations
+    from app.db.migrations import EditedMigration, apply_migrations
 
-    applied = asyncio.run(apply_migrations(load_settings().database_url))
+    try:
+        applied = asyncio.run(apply_migrations(load_settings().database_url))
+    except EditedMigration as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     for name in applied:
         print(f"applied {name}")
     print(f"{len(applied)} migration(s) applied")

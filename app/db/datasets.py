@@ -16,11 +16,25 @@ VALUES ($1, $2, $3, $4)
 RETURNING {_COLUMNS}
 """
 
-_GET = f"SELECT {_COLUMNS} FROM datasets WHERE project_id = $1 AND id = $2"
+# A deleted dataset is gone for every read; its row stays for the runs that used it.
+_GET = f"""
+SELECT {_COLUMNS} FROM datasets WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL
+"""
+
+# A run being created holds this, so the dataset cannot be deleted under it.
+_LOCK_FOR_RUN = _GET + " FOR SHARE"
+
+_LOCK_FOR_DELETE = _GET + " FOR UPDATE"
+
+_RUNS_GOING_ON = """
+SELECT id FROM eval_runs
+WHERE dataset_id = $1 AND status NOT IN ('completed', 'cancelled', 'failed')
+ORDER BY seq LIMIT $2
+"""
 
 _LIST = f"""
 SELECT {_COLUMNS} FROM datasets
-WHERE project_id = $1 AND seq > $2
+WHERE project_id = $1 AND seq > $2 AND deleted_at IS NULL
 ORDER BY seq
 LIMIT $3
 """
@@ -28,11 +42,15 @@ LIMIT $3
 _UPDATE = f"""
 UPDATE datasets
 SET name = $3, description = $4, data_context = $5, updated_at = now()
-WHERE project_id = $1 AND id = $2
+WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL
 RETURNING {_COLUMNS}
 """
 
-_DELETE = "DELETE FROM datasets WHERE project_id = $1 AND id = $2"
+# The live cases go; the revisions runs pinned stay (they belong to the dataset row, kept).
+_DELETE = """
+WITH hidden AS (UPDATE datasets SET deleted_at = now() WHERE id = $1 RETURNING id)
+DELETE FROM test_cases WHERE dataset_id IN (SELECT id FROM hidden)
+"""
 
 
 async def insert_dataset(
@@ -76,7 +94,27 @@ async def update_dataset(
     return None if row is None else Dataset(**row)
 
 
-async def delete_dataset(executor: Executor, project_id: UUID, dataset_id: UUID) -> bool:
-    """Delete the dataset with its cases; False when it is not in this project."""
-    status: str = await executor.execute(_DELETE, project_id, dataset_id)
-    return status == "DELETE 1"
+async def lock_for_run(
+    connection: Connection, project_id: UUID, dataset_id: UUID
+) -> Dataset | None:
+    """The dataset, held until the transaction ends so that it cannot be deleted meanwhile."""
+    row = await connection.fetchrow(_LOCK_FOR_RUN, project_id, dataset_id)
+    return None if row is None else Dataset(**row)
+
+
+async def lock_for_delete(
+    connection: Connection, project_id: UUID, dataset_id: UUID
+) -> Dataset | None:
+    """The dataset, locked against new runs until the transaction ends."""
+    row = await connection.fetchrow(_LOCK_FOR_DELETE, project_id, dataset_id)
+    return None if row is None else Dataset(**row)
+
+
+async def runs_going_on(connection: Connection, dataset_id: UUID, limit: int) -> list[UUID]:
+    """Runs of the dataset that have not ended, oldest first."""
+    return [row["id"] for row in await connection.fetch(_RUNS_GOING_ON, dataset_id, limit)]
+
+
+async def delete_dataset(connection: Connection, dataset_id: UUID) -> None:
+    """Hide the dataset and delete its live cases (call under lock_for_delete)."""
+    await connection.execute(_DELETE, dataset_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 import msgspec
 
 from app.db.pool import Executor
@@ -9,7 +11,7 @@ from app.domain.judging import CachedAnswer
 
 _GET = "SELECT answer FROM judge_cache WHERE key = $1"
 _PUT = """
-INSERT INTO judge_cache (key, model, answer) VALUES ($1, $2, $3)
+INSERT INTO judge_cache (key, project_id, model, answer) VALUES ($1, $2, $3, $4)
 ON CONFLICT (key) DO NOTHING
 """
 
@@ -20,6 +22,6 @@ async def get(executor: Executor, key: str) -> CachedAnswer | None:
     return None if answer is None else msgspec.convert(answer, CachedAnswer)
 
 
-async def put(executor: Executor, key: str, answer: CachedAnswer) -> None:
+async def put(executor: Executor, key: str, project_id: UUID, answer: CachedAnswer) -> None:
     """Keep an answer (the first one kept for a key stays)."""
-    await executor.execute(_PUT, key, answer.model, answer)
+    await executor.execute(_PUT, key, project_id, answer.model, answer)

@@ -14,15 +14,25 @@ Connection = asyncpg.Connection | PoolConnectionProxy
 Executor = Connection | asyncpg.Pool
 
 _encoder = msgspec.json.Encoder()
+# jsonb cannot hold the character U+0000, which an agent's reply may well contain. A value with
+# one is stored as its JSON text under this one key, and read back as the value it was.
+NUL_ESCAPED_KEY = "__agentlasso_json_with_nul__"
+_NUL = b"\\u0000"
 
 
 def _encode_jsonb(value: Any) -> bytes:
     # jsonb's binary format is a version byte then the text; COPY needs the binary format.
-    return b"\x01" + _encoder.encode(value)
+    text = _encoder.encode(value)
+    if _NUL in text:
+        text = _encoder.encode({NUL_ESCAPED_KEY: text.decode("utf-8")})
+    return b"\x01" + text
 
 
 def _decode_jsonb(data: bytes) -> Any:
-    return msgspec.json.decode(data[1:])
+    value = msgspec.json.decode(data[1:])
+    if type(value) is dict and len(value) == 1 and NUL_ESCAPED_KEY in value:
+        return msgspec.json.decode(value[NUL_ESCAPED_KEY])
+    return value
 
 
 async def init_connection(connection: asyncpg.Connection) -> None:

@@ -24,17 +24,27 @@ async def ensure_dev_key(database_url: str, key_file: Path) -> str:
             key = await create_key(connection, project_id)
     finally:
         await connection.close()
-    _write_private(key_file, key)
+    write_private(key_file, key)
     return key
 
 
 def _read_kept_key(path: Path) -> str | None:
-    return path.read_text(encoding="utf-8").strip() if path.exists() else None
+    if not path.exists():
+        return None
+    make_private(path)
+    return path.read_text(encoding="utf-8").strip()
 
 
-def _write_private(path: Path, text: str) -> None:
-    # The key is a secret: readable by its owner only.
+def make_private(path: Path) -> None:
+    """Readable and writable by its owner only, whatever it was before (it holds a secret)."""
+    os.chmod(path, 0o600)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a secret to a file only its owner can read, even a file that existed before."""
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # The mode above applies only to a new file; an existing one keeps its own until this.
+    os.fchmod(descriptor, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         handle.write(text + "\n")

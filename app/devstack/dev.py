@@ -111,14 +111,14 @@ def _dev_api_key(database_url: str, data_dir: Path) -> str:
 
 def _dev_secret_key(key_file: Path) -> str:
     """The key kept in `key_file`, created (readable by its owner only) on the first start."""
+    from app.devstack.bootstrap import make_private, write_private
     from app.secrets_box import generate_key
 
     if key_file.exists():
+        make_private(key_file)
         return key_file.read_text(encoding="utf-8").strip()
     key = generate_key()
-    descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(key + "\n")
+    write_private(key_file, key)
     logger.info("generated a secret key for agent headers in %s", key_file)
     return key
 

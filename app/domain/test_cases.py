@@ -13,6 +13,8 @@ from app.domain.checks import Check
 EvaluationType = Literal["BOOLEAN", "SCORE"]
 Confidence = Annotated[int, msgspec.Meta(ge=0, le=100)]
 CaseInput = Annotated[str, msgspec.Meta(max_length=1_000_000)] | dict[str, Any]
+# Version 1 is the only one there is; the bound keeps any number within what is stored.
+ChecksVersion = Annotated[int, msgspec.Meta(ge=1, le=2_147_483_647)]
 
 
 class TestCaseContent(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -21,7 +23,7 @@ class TestCaseContent(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     __test__ = False  # not a pytest class
 
     input: CaseInput
-    checks_version: int = 1
+    checks_version: ChecksVersion = 1
     # None means "no checks list": the case is read from evaluation_criteria_json (4.4).
     checks: tuple[Check, ...] | None = None
     evaluation_criteria_json: dict[str, Any] | None = None
@@ -37,7 +39,7 @@ class TestCaseImportLine(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     __test__ = False
 
     input: CaseInput
-    checks_version: int = 1
+    checks_version: ChecksVersion = 1
     checks: tuple[Check, ...] | None = None
     evaluation_criteria_json: dict[str, Any] | None = None
     expected_output: str | None = None

@@ -10,6 +10,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
+from uuid import UUID
 
 import msgspec
 
@@ -37,6 +38,7 @@ def judge_settings(settings: Settings) -> JudgeSettings:
 class RunJudging(msgspec.Struct, kw_only=True):
     """What judging a run needs to know and remember while a chunk is judged."""
 
+    project_id: UUID
     use_cache: bool
     stopped: str | None
 
@@ -46,7 +48,7 @@ class VerdictCache(Protocol):
 
     async def get(self, key: str) -> CachedAnswer | None: ...
 
-    async def put(self, key: str, answer: CachedAnswer) -> None: ...
+    async def put(self, key: str, project_id: UUID, answer: CachedAnswer) -> None: ...
 
 
 # Holds one of the judge calls allowed at once (across every worker) while the block runs.
@@ -85,7 +87,9 @@ class Judge:
             reply=observation.actual_output or "",
             data_context=context,
         )
-        key = cache_key(question, model)
+        key = cache_key(
+            question, model, project_id=run.project_id, min_confidence=content.min_confidence
+        )
         if run.use_cache:
             cached = await self.cache.get(key)
             if cached is not None:
@@ -94,7 +98,7 @@ class Judge:
         answers = await self._answers(question, request, content)
         verdict, record = _combine(request.check_id, answers, content.min_confidence)
         if verdict.not_graded_reason is None:
-            await self.cache.put(key, CachedAnswer(verdict, record.model))
+            await self.cache.put(key, run.project_id, CachedAnswer(verdict, record.model))
         refused = any(answer.auth_failed for answer in answers)
         return verdict, msgspec.structs.replace(record, refused=refused)
 

@@ -25,7 +25,7 @@ from app.judge import cost_usd
 
 
 class PgJudgeCache:
-    """The judge's verdict cache, in PostgreSQL."""
+    """The judge's verdict cache, in PostgreSQL (its keys are scoped by project)."""
 
     def __init__(self, executor: Executor) -> None:
         self.executor = executor
@@ -33,8 +33,8 @@ class PgJudgeCache:
     async def get(self, key: str) -> CachedAnswer | None:
         return await judge_cache.get(self.executor, key)
 
-    async def put(self, key: str, answer: CachedAnswer) -> None:
-        await judge_cache.put(self.executor, key, answer)
+    async def put(self, key: str, project_id: UUID, answer: CachedAnswer) -> None:
+        await judge_cache.put(self.executor, key, project_id, answer)
 
 
 async def judge_chunk(
@@ -67,7 +67,7 @@ async def _judge_results(
     stopped = run.judge_stopped or state.judge_stopped.get(run.id)
     if judge is None:
         stopped = NO_JUDGE
-    judging = RunJudging(use_cache=run.judge_use_cache, stopped=stopped)
+    judging = RunJudging(project_id=run.project_id, use_cache=run.judge_use_cache, stopped=stopped)
     # The first case alone: if the judge's key is refused, the rest are not sent at all.
     judged = [await _judge_one(judge, case, context, judging) for case in waiting[:1]]
     judged += await asyncio.gather(

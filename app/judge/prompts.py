@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from typing import Any, Literal
+from uuid import UUID
 
 import msgspec
 
@@ -141,9 +142,18 @@ def message_params(
     return params
 
 
-def cache_key(question: JudgeQuestion, model: str) -> str:
-    """A stable sha256 over the model, the prompt and schema versions, and the question."""
-    material = [model, PROMPT_VERSION, VERDICT_SCHEMA_VERSION, question]
+def cache_key(question: JudgeQuestion, model: str, *, project_id: UUID, min_confidence: int) -> str:
+    """A stable sha256 over everything that shapes a verdict: the model, the prompt and schema
+    versions, the question and the case's floor (repeats near it) — within one project only,
+    so that a cached answer never tells one project what another asked."""
+    material = [
+        str(project_id),
+        model,
+        PROMPT_VERSION,
+        VERDICT_SCHEMA_VERSION,
+        min_confidence,
+        question,
+    ]
     return hashlib.sha256(msgspec.json.encode(material, order="sorted")).hexdigest()
 
 

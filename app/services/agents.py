@@ -10,10 +10,12 @@ from uuid import UUID
 import msgspec
 
 from app.agents import AgentCallResult, check_agent_url
+from app.agents.address_guard import DEFAULT_PORTS, parse_agent_url
 from app.agents.headers import seal_headers, target_for
 from app.db import agents as agent_rows
 from app.db.agents import AgentValues
 from app.domain.agents import Agent
+from app.domain.stored_text import refuse_nul
 from app.errors import FieldError, InvalidInput, NotFound
 from app.services.platform import Platform
 
@@ -22,8 +24,9 @@ SANDBOX_SOURCE = "agentlasso-sandbox"
 
 # RFC 9110 token characters: anything else cannot be sent as a header name.
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
-# Visible ASCII, spaces and tabs: no CR or LF to split the request, and what httpx can encode.
-_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
+# What h11 sends: visible ASCII, with spaces and tabs only between visible characters (none
+# leading or trailing), so no CR or LF can split the request.
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*)?")
 # Set by the agent client itself: a user's value would break the call or its body cap.
 RESERVED_HEADERS = frozenset(
     {"host", "content-length", "content-type", "transfer-encoding", "connection",
@@ -45,6 +48,7 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 async def create_agent(platform: Platform, project_id: UUID, spec: AgentSpec) -> Agent:
     """Register an agent whose URL passed the address guard."""
+    refuse_nul(msgspec.structs.asdict(spec))
     allow_private = platform.settings.allow_private_agents
     headers = await _checked_input(spec.url, spec.headers, allow_private=allow_private)
     # The id is chosen here because the sealed headers are bound to it.
@@ -81,6 +85,7 @@ async def update_agent(
     platform: Platform, project_id: UUID, agent_id: UUID, changes: dict[str, Any]
 ) -> Agent:
     """Change the named fields, keeping the others; given headers replace the old ones whole."""
+    refuse_nul(changes)
     # Before the transaction: the guard resolves the host, which may take a while.
     headers = await _checked_input(
         changes.get("url"),
@@ -95,10 +100,38 @@ async def update_agent(
         current = await agent_rows.get_agent(connection, project_id, agent_id)
         if current is None:
             raise NotFound(_MISSING)
+        _refuse_headers_to_a_new_origin(current, changes)
         values = msgspec.structs.replace(agent_rows.values_of(current), **stored)
         updated = await agent_rows.update_agent(connection, project_id, agent_id, values)
     assert updated is not None
     return updated
+
+
+def _refuse_headers_to_a_new_origin(current: Agent, changes: dict[str, Any]) -> None:
+    """A URL moved to another origin does not take the old (write-only) headers with it.
+
+    Otherwise a leaked project key could point the agent at its own host and be sent the
+    agent's Authorization header on the next call.
+    """
+    new_url = changes.get("url")
+    if new_url is None or "headers" in changes or current.headers_encrypted is None:
+        return
+    if origin(new_url) == origin(current.url):
+        return
+    detail = (
+        "The agent's headers were set for its old URL's origin: send them again with the new "
+        "URL (or `headers: null` to drop them)."
+    )
+    raise InvalidInput(detail, [FieldError(pointer="/headers", detail=detail)])
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """Scheme, host and port: where the headers of a call go."""
+    parsed = parse_agent_url(url)
+    if isinstance(parsed, str):
+        return ("", url, None)
+    port = parsed.port or DEFAULT_PORTS.get(parsed.scheme)
+    return (parsed.scheme, parsed.host.lower(), port)
 
 
 async def delete_agent(platform: Platform, project_id: UUID, agent_id: UUID) -> None:
@@ -156,7 +189,10 @@ def _header_problem(name: str, value: str, seen: dict[str, str]) -> str | None:
     if name.lower() in seen:
         return f"{name!r} is given twice (header names are case-insensitive)."
     if not _HEADER_VALUE.fullmatch(value):
-        return "A header value may hold visible ASCII characters, spaces and tabs only."
+        return (
+            "A header value may hold visible ASCII characters, with spaces and tabs only "
+            "between them (none at the start or the end)."
+        )
     return None
 
 

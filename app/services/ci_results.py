@@ -17,6 +17,7 @@ from app.db.pool import Connection
 from app.domain.case_results import NewResult, Reported
 from app.domain.results import CaseResult
 from app.domain.runs import ChunkRef, Counters, Run
+from app.domain.stored_text import nul_problems
 from app.domain.test_cases import PinnedCase, TestCaseContent
 from app.engine.judging import immediate_verdicts
 from app.errors import Conflict, FieldError, InvalidInput, NotFound
@@ -63,10 +64,13 @@ class RecordedBatch(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def batch_problems(results: list[PostedResult]) -> list[FieldError]:
-    """Cases posted twice in one batch (the second and later occurrences)."""
+    """Cases posted twice in one batch (the second and later occurrences), and error texts that
+    cannot be stored (what the agent answered is stored as it came, whatever it holds)."""
     seen: set[str] = set()
     problems = []
     for index, posted in enumerate(results):
+        if posted.agent_error is not None and "\x00" in posted.agent_error:
+            problems += nul_problems({"agent_error": posted.agent_error}, f"/results/{index}")
         if posted.test_case_id in seen:
             problems.append(
                 FieldError(
@@ -118,7 +122,7 @@ async def record_results(
     """Grade and store a batch; a case posted again replaces its earlier result."""
     problems = batch_problems(results)
     if problems:
-        raise InvalidInput("A test case appears more than once in this batch.", problems)
+        raise InvalidInput("Some posted results cannot be recorded.", problems)
     parsed, case_ids = _parse_case_ids(results)
     judge_configured = bool(platform.settings.anthropic_api_key)
     async with platform.pool.acquire() as connection:

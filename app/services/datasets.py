@@ -7,10 +7,13 @@ from uuid import UUID
 
 from app.db import datasets as dataset_rows
 from app.domain.datasets import Dataset
-from app.errors import NotFound
+from app.domain.stored_text import refuse_nul
+from app.errors import Conflict, NotFound
 from app.services.platform import Platform
 
 _MISSING = "No dataset with this id in your project."
+# A refused delete names this many of the runs in the way.
+_RUNS_NAMED = 5
 
 
 async def create_dataset(
@@ -21,6 +24,7 @@ async def create_dataset(
     data_context: dict[str, Any] | None,
 ) -> Dataset:
     """Create a dataset."""
+    refuse_nul({"name": name, "description": description, "data_context": data_context})
     async with platform.pool.acquire() as connection:
         return await dataset_rows.insert_dataset(
             connection, project_id, name, description, data_context
@@ -46,6 +50,7 @@ async def update_dataset(
     platform: Platform, project_id: UUID, dataset_id: UUID, changes: dict[str, Any]
 ) -> Dataset:
     """Change the named fields, keeping the others."""
+    refuse_nul(changes)
     async with platform.pool.acquire() as connection, connection.transaction():
         current = await dataset_rows.get_dataset(connection, project_id, dataset_id)
         if current is None:
@@ -62,6 +67,21 @@ async def update_dataset(
 
 
 async def delete_dataset(platform: Platform, project_id: UUID, dataset_id: UUID) -> None:
-    """Delete a dataset and its cases."""
-    if not await dataset_rows.delete_dataset(platform.pool, project_id, dataset_id):
-        raise NotFound(_MISSING)
+    """Delete a dataset and its cases; its finished runs stay readable. Refused (Conflict)
+    while a run of it is going on."""
+    async with platform.pool.acquire() as connection, connection.transaction():
+        if await dataset_rows.lock_for_delete(connection, project_id, dataset_id) is None:
+            raise NotFound(_MISSING)
+        going_on = await dataset_rows.runs_going_on(connection, dataset_id, _RUNS_NAMED + 1)
+        if going_on:
+            raise Conflict(_runs_going_on(going_on))
+        await dataset_rows.delete_dataset(connection, dataset_id)
+
+
+def _runs_going_on(run_ids: list[UUID]) -> str:
+    named = ", ".join(str(run_id) for run_id in run_ids[:_RUNS_NAMED])
+    more = " and more" if len(run_ids) > _RUNS_NAMED else ""
+    return (
+        f"The dataset has runs going on ({named}{more}). Cancel them or let them finish, "
+        "then delete it; its finished runs stay readable."
+    )

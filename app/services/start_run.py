@@ -22,6 +22,7 @@ from app.db.pool import Connection
 from app.db.runs import RunInsert
 from app.domain.datasets import Dataset
 from app.domain.runs import ChunkRef, Run
+from app.domain.stored_text import refuse_nul
 from app.domain.test_cases import PinnedCase
 from app.errors import Conflict, FieldError, InvalidInput
 from app.queue import enqueue_quietly
@@ -72,6 +73,7 @@ async def start_run(
     platform: Platform, project_id: UUID, request: NewRun, idempotency_key: str | None
 ) -> StartedRun:
     """Create the run; a server-mode run's first lanes are queued, no agent call awaited."""
+    refuse_nul({"labels": request.labels})
     if request.agent_id is None:
         return await _start_ci_run(platform, project_id, request, idempotency_key)
     return await _start_server_run(platform, project_id, request, idempotency_key)
@@ -147,7 +149,7 @@ async def _plan_work(
 
 async def _dataset_to_run(connection: Connection, project_id: UUID, dataset_id: UUID) -> Dataset:
     """The dataset a new run is for; a 422 naming /dataset_id when it is not in the project."""
-    dataset = await dataset_rows.get_dataset(connection, project_id, dataset_id)
+    dataset = await dataset_rows.lock_for_run(connection, project_id, dataset_id)
     if dataset is None:
         detail = "No dataset with this id in your project."
         raise InvalidInput(detail, [FieldError(pointer="/dataset_id", detail=detail)])

@@ -12,6 +12,7 @@ from app.db import datasets as dataset_rows
 from app.db import test_cases as case_rows
 from app.domain.checks import OutputContains, OutputNotContains, assign_check_ids
 from app.domain.checks import duplicate_check_ids as find_duplicate_ids
+from app.domain.stored_text import nul_problems
 from app.domain.test_cases import TestCase, TestCaseContent
 from app.errors import FieldError, InvalidInput, NotFound
 from app.grading import EXPECTATION_ID, regex_compile_error
@@ -45,7 +46,7 @@ def content_problems(content: TestCaseContent) -> list[FieldError]:
         for index, check in enumerate(checks)
         if check.id == EXPECTATION_ID
     ]
-    return duplicates + reserved
+    return duplicates + reserved + nul_problems(msgspec.structs.asdict(content))
 
 
 def prepare_content(content: TestCaseContent) -> TestCaseContent:

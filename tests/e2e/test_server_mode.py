@@ -21,7 +21,7 @@ from tests.support.api import (
     wait_final,
 )
 from tests.support.assertions import assert_problem
-from tests.support.fake_agent import FakeAgentServer
+from tests.support.fake_agent import NUL_REPLY, FakeAgentServer
 from tests.support.processes import WorkerProcesses, free_port
 
 
@@ -283,3 +283,20 @@ async def test_an_agents_max_concurrency_holds_across_workers(
     finals = [await wait_final(client, run["run_id"]) for run in runs]
     assert [final["counts"]["done"] for final in finals] == [40, 40]
     assert fake_agent.most_in_flight == 3, "two runs, two workers, never more than 3 at once"
+
+
+async def test_a_reply_holding_nul_is_stored_once_and_graded(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    # Before: PostgreSQL refused the reply, the chunk was retried five times (calling the agent
+    # each time) and the run failed.
+    workers.start()
+    agent_id = await register_agent(client, fake_agent.url)
+    dataset_id = await dataset_of(client, ["nul reply please"])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id)
+    final = await wait_final(client, run["run_id"])
+    assert final["status"] == "completed" and final["ci_pass"] is True, final
+    assert len(fake_agent.requests) == 1
+    [result] = await all_results(client, run["run_id"])
+    assert result["actual_output"] == NUL_REPLY["output"]
+    assert result["actual_tool_calls"] == NUL_REPLY["tool_calls"]

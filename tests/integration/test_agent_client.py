@@ -562,9 +562,7 @@ async def test_loopback_is_refused_without_connecting(start_agent: StartAgent, h
 
     result = await call_once(f"http://{host}:{agent.port}/agent", allow_private=False)
 
-    assert result.error == (
-        "the agent URL resolves to a loopback address (127.0.0.1), which is not allowed"
-    )
+    assert result.error == ("the agent URL resolves to a loopback address, which is not allowed")
     assert statuses(result) == [None]  # refused once, not retried
     assert agent.connections == 0
 
@@ -581,21 +579,19 @@ async def test_octal_loopback_is_not_even_a_url(start_agent: StartAgent) -> None
 async def test_ipv6_loopback_literal_is_refused() -> None:
     result = await call_once(f"http://[::1]:{closed_port()}/agent", allow_private=False)
 
-    assert (
-        result.error == "the agent URL resolves to a loopback address (::1), which is not allowed"
-    )
+    assert result.error == "the agent URL resolves to a loopback address, which is not allowed"
 
 
 @pytest.mark.parametrize(
     ("answer", "error"),
     [
-        (["10.0.0.5"], "a private address (10.0.0.5)"),
-        (["169.254.169.254"], "the cloud metadata address (169.254.169.254)"),
-        (["::ffff:127.0.0.1"], "a loopback address (::ffff:127.0.0.1)"),
-        (["::1"], "a loopback address (::1)"),
-        (["100.64.1.1"], "a shared (carrier-grade NAT) address (100.64.1.1)"),
-        ([PUBLIC_IP, "10.0.0.5"], "a private address (10.0.0.5)"),
-        (["fd00::1", PUBLIC_IP], "a private address (fd00::1)"),
+        (["10.0.0.5"], "a private address"),
+        (["169.254.169.254"], "the cloud metadata address"),
+        (["::ffff:127.0.0.1"], "a loopback address"),
+        (["::1"], "a loopback address"),
+        (["100.64.1.1"], "a shared (carrier-grade NAT) address"),
+        ([PUBLIC_IP, "10.0.0.5"], "a private address"),
+        (["fd00::1", PUBLIC_IP], "a private address"),
     ],
 )
 async def test_internal_addresses_from_dns_are_refused_without_connecting(
@@ -647,9 +643,7 @@ async def test_dns_answer_changed_after_registration_is_refused_at_call_time(
     result = await call_once(url, allow_private=False, resolver=rebinding)
 
     assert at_registration is None
-    assert result.error == (
-        "the agent URL resolves to a loopback address (127.0.0.1), which is not allowed"
-    )
+    assert result.error == ("the agent URL resolves to a loopback address, which is not allowed")
     assert agent.connections == 0
 
 

@@ -18,6 +18,11 @@ REFUND_REPLY = {
     ],
 }
 PROMISE_REPLY = {"output": "Refund coming, I guarantee it!", "tool_calls": []}
+# PostgreSQL cannot hold U+0000 in text or jsonb; an agent may well send it.
+NUL_REPLY = {
+    "output": "Refund sent\u0000: 3-5 business days.",
+    "tool_calls": [{"name": "stripe.refund", "arguments": {"note\u0000": "\u0000"}}],
+}
 
 
 class Answer:
@@ -49,6 +54,8 @@ def reply_for(server: FakeAgentServer, request: dict[str, Any]) -> Answer:
         return Answer(200, b"<html>not json")
     if "slow" in text:
         time.sleep(5)
+    if "nul reply" in text:
+        return Answer(200, NUL_REPLY)
     if "promise" in text:
         return Answer(200, PROMISE_REPLY)
     if "silent" in text or "notools" in text:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -244,6 +245,28 @@ def test_a_large_data_context_is_marked_for_prompt_caching() -> None:
 # --- the cache key ----------------------------------------------------------------------------
 
 
+PROJECT = uuid.UUID("00000000-0000-4000-8000-000000000001")
+
+
+def key_of(question: JudgeQuestion, model: str, **scope: Any) -> str:
+    """The cache key within one project, for a case with the default floor."""
+    return cache_key(question, model, **{"project_id": PROJECT, "min_confidence": 70, **scope})
+
+
+def test_cache_keys_of_two_projects_never_meet() -> None:
+    other = uuid.UUID("00000000-0000-4000-8000-000000000002")
+    assert key_of(QUESTION, "claude-sonnet-5-5", project_id=other) != key_of(
+        QUESTION, "claude-sonnet-5-5"
+    )
+
+
+def test_the_cache_key_changes_with_the_floor() -> None:
+    # The floor decides whether a score is judged again near it, so it shapes the verdict.
+    assert key_of(QUESTION, "claude-sonnet-5-5", min_confidence=80) != key_of(
+        QUESTION, "claude-sonnet-5-5"
+    )
+
+
 def test_cache_key_is_stable() -> None:
     same = JudgeQuestion(
         kind="llm_judge",
@@ -253,10 +276,10 @@ def test_cache_key_is_stable() -> None:
         reply=QUESTION.reply,
         data_context={"plan": "pro", "region": "eu"},  # the same context, keys in another order
     )
-    key = cache_key(QUESTION, "claude-sonnet-5-5")
+    key = key_of(QUESTION, "claude-sonnet-5-5")
     assert re.fullmatch(r"[0-9a-f]{64}", key)
-    assert cache_key(same, "claude-sonnet-5-5") == key
-    assert cache_key(QUESTION, "claude-sonnet-5-5") == key
+    assert key_of(same, "claude-sonnet-5-5") == key
+    assert key_of(QUESTION, "claude-sonnet-5-5") == key
 
 
 @pytest.mark.parametrize(
@@ -273,23 +296,23 @@ def test_cache_key_is_stable() -> None:
     ],
 )
 def test_cache_key_changes_with_the_question(changed: dict[str, Any]) -> None:
-    key = cache_key(QUESTION, "claude-sonnet-5-5")
-    assert cache_key(replaced(QUESTION, **changed), "claude-sonnet-5-5") != key
+    key = key_of(QUESTION, "claude-sonnet-5-5")
+    assert key_of(replaced(QUESTION, **changed), "claude-sonnet-5-5") != key
 
 
 def test_cache_key_changes_with_the_model_and_the_prompt_version(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    key = cache_key(QUESTION, "claude-sonnet-5-5")
-    assert cache_key(QUESTION, "claude-opus-5-5") != key
+    key = key_of(QUESTION, "claude-sonnet-5-5")
+    assert key_of(QUESTION, "claude-opus-5-5") != key
     monkeypatch.setattr(prompts, "PROMPT_VERSION", "2099-01-01.1")
-    assert cache_key(QUESTION, "claude-sonnet-5-5") != key
+    assert key_of(QUESTION, "claude-sonnet-5-5") != key
 
 
 def test_cache_key_changes_with_the_schema_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    key = cache_key(QUESTION, "claude-sonnet-5-5")
+    key = key_of(QUESTION, "claude-sonnet-5-5")
     monkeypatch.setattr(prompts, "VERDICT_SCHEMA_VERSION", "99")
-    assert cache_key(QUESTION, "claude-sonnet-5-5") != key
+    assert key_of(QUESTION, "claude-sonnet-5-5") != key
 
 
 # --- purity -----------------------------------------------------------------------------------
