@@ -65,14 +65,15 @@ WHERE worker_id = $1 AND state = 'running'
 """
 
 # A worker that stopped beating (SIGKILL, a lost host): its chunk goes back to the queue under
-# a new job id, so the dead worker's job, if arq ever re-runs it, can no longer claim it.
+# a new job id, so the dead worker's job, if arq ever re-runs it, can no longer claim it. Any
+# run that has not ended counts: judge chunks run while a run is awaiting results or grading.
 _REQUEUE_STALE = """
 UPDATE run_chunks c
 SET state = 'queued', worker_id = NULL, heartbeat_at = NULL, enqueued_at = now(),
     attempt = c.attempt + 1,
     job_id = 'chunk:' || c.run_id || ':' || c.chunk_no || ':' || (c.attempt + 1)
 FROM eval_runs r
-WHERE r.id = c.run_id AND r.status IN ('queued', 'running')
+WHERE r.id = c.run_id AND r.status NOT IN ('completed', 'cancelled', 'failed')
   AND c.state = 'running' AND c.heartbeat_at < now() - make_interval(secs => $1)
   AND c.attempt < $2
 RETURNING c.run_id, c.chunk_no, c.job_id
@@ -85,7 +86,7 @@ UPDATE eval_runs r
 SET status = 'failed', ci_pass = false, finished_at = now(), updated_at = now(),
     ci_fail_reason = 'A part of this run failed ' || $2 || ' times in the workers; '
                      'the run was stopped. The worker logs say why.'
-WHERE r.status IN ('queued', 'running') AND r.id IN (
+WHERE r.status NOT IN ('completed', 'cancelled', 'failed') AND r.id IN (
     SELECT run_id FROM run_chunks
     WHERE state = 'running' AND attempt >= $2
       AND heartbeat_at < now() - make_interval(secs => $1)
@@ -97,7 +98,7 @@ _QUEUED_BEFORE = """
 SELECT c.run_id, c.chunk_no, c.job_id
 FROM run_chunks c JOIN eval_runs r ON r.id = c.run_id
 WHERE c.state = 'queued' AND c.enqueued_at < now() - make_interval(secs => $1)
-  AND r.status IN ('queued', 'running')
+  AND r.status NOT IN ('completed', 'cancelled', 'failed')
 """
 
 _REISSUE = """

@@ -274,3 +274,34 @@ async def test_a_worker_without_a_judge_key_settles_the_cases_instead_of_waiting
     assert judge["status"] == "not_graded" and "no judge is configured" in judge["detail"]
     assert answer["status"] == "completed" and answer["ci_pass"] is False
     assert anthropic.requests == []
+
+
+async def test_judging_lost_with_a_killed_worker_is_redone_and_the_run_completes(
+    settings: Settings, api_key: str, workers: WorkerProcesses, anthropic: FakeAnthropic
+) -> None:
+    # Before: the reaper only looked at runs that were queued or running, so a judge chunk of a
+    # run awaiting results or grading was never found again, and the run never ended.
+    anthropic.latency_s = 6.0  # the worker is killed while its judge call is in flight
+    env = {**judge_env(settings, anthropic), "AGENTLASSO_JUDGE_TIMEOUT_S": "30"}
+    async with judging_platform(settings, api_key, workers, env) as client:
+        first = workers.processes[0]
+        dataset_id = await judged_dataset(client, [{"input": "refund?", "checks": JUDGE_CHECKS}])
+        created = (await client.post("/api/v1/eval-runs", json={"dataset_id": dataset_id})).json()
+        [case] = created["test_cases"]
+        result = {"test_case_id": case["test_case_id"], "actual_output": "Refund: 20 EUR."}
+        posted = await client.post(
+            "/api/v1/eval-run-results",
+            json={"run_id": created["run_id"], "results": [result], "wait_s": 0.5},
+        )
+        assert posted.status_code == 202, posted.text
+
+        async def judge_asked() -> bool:
+            return bool(anthropic.requests)
+
+        await eventually(judge_asked, 30, what="the first judge call")
+        first.kill()
+        first.wait()
+        workers.start(extra_env=env)
+        final = await wait_final(client, created["run_id"], wait_s=60)
+    assert final["status"] == "completed", final
+    assert final["judge"]["pending"] == 0 and final["ci_pass"] is True
