@@ -23,6 +23,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_url: str
     db_pool_min: int = 2
     db_pool_max: int = 10
+    # How long a request waits for a database connection before a 503 with Retry-After.
+    db_acquire_timeout_s: float = 5.0
     # Bodies above these limits are refused with 413 before they are read whole.
     max_body_bytes: int = 10 * 1024 * 1024
     max_import_bytes: int = 512 * 1024 * 1024
@@ -114,6 +116,7 @@ def load_settings() -> Settings:
         redis_url=os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL,
         db_pool_min=_int_env("AGENTLASSO_DB_POOL_MIN", 2),
         db_pool_max=_int_env("AGENTLASSO_DB_POOL_MAX", 10),
+        db_acquire_timeout_s=_float_env("AGENTLASSO_DB_ACQUIRE_TIMEOUT_S", 5.0),
         max_body_bytes=_int_env("AGENTLASSO_MAX_BODY_BYTES", 10 * 1024 * 1024),
         max_import_bytes=_int_env("AGENTLASSO_MAX_IMPORT_BYTES", 512 * 1024 * 1024),
         max_import_lines=_int_env("AGENTLASSO_MAX_IMPORT_LINES", 1_000_000),

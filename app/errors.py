@@ -70,6 +70,26 @@ class BodyTooLarge(AgentLassoError):
     title = "Request body too large"
 
 
+class Unavailable(AgentLassoError):
+    """The server cannot take this request now (busy, or a dependency away); try again soon."""
+
+    title = "Service unavailable"
+
+    def __init__(self, detail: str, retry_after_s: int = 1) -> None:
+        super().__init__(detail)
+        self.retry_after_s = retry_after_s
+
+
+class TooManyRequests(AgentLassoError):
+    """A rate limit or a quota of the caller's: try again after `retry_after_s`."""
+
+    title = "Too many requests"
+
+    def __init__(self, detail: str, retry_after_s: int) -> None:
+        super().__init__(detail)
+        self.retry_after_s = retry_after_s
+
+
 _PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 _STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[\"([^\"]*)\"\]")
 # Messages that name the field themselves: the pointer should end at that field.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import os
 import socket
@@ -15,13 +14,12 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-import uvicorn
 
 from app.api.app import create_app
 from app.config import Settings
 from tests.support.databases import ServerUrls, drop_database, fresh_database, new_project_key
 from tests.support.processes import api_process
-from tests.support.waiting import eventually
+from tests.support.servers import serving
 
 
 @pytest.fixture(scope="session")
@@ -64,31 +62,11 @@ def settings(database_url: str, server_urls: ServerUrls) -> Settings:
     )
 
 
-def free_socket() -> socket.socket:
-    """A listening-ready socket on a free loopback port."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
-
-
 @pytest_asyncio.fixture(scope="session")
 async def base_url(settings: Settings) -> AsyncIterator[str]:
     """The API served over real HTTP on 127.0.0.1 for the whole run."""
-    sock = free_socket()
-    config = uvicorn.Config(create_app(settings), log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-
-    async def started() -> bool:
-        if task.done():
-            task.result()  # the server failed to start: raise its error
-        return bool(server.started)
-
-    await eventually(started, 30, what="the test API starting")
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server.should_exit = True
-    await task
+    async with serving(create_app(settings)) as url:
+        yield url
 
 
 @pytest_asyncio.fixture

@@ -33,13 +33,17 @@ DEFAULT_CONCURRENCY = 100
 STALE_AFTER_S = float(os.environ.get("AGENTLASSO_CHUNK_STALE_S") or 20)
 # A queued chunk whose job Redis lost is re-issued after this long.
 LOST_AFTER_S = 10.0
+WORKER_ACQUIRE_TIMEOUT_S = 60.0
 
 
 async def startup(ctx: dict[str, Any]) -> None:
     """Open the clients the lanes share and start the worker's background duties."""
     settings = load_settings()
     concurrency = int(ctx.get("concurrency") or DEFAULT_CONCURRENCY)
-    pool = await create_pool(settings.database_url, min_size=2, max_size=10)
+    # A lane waits longer than a request would: a worker has nobody to answer 503 to.
+    pool = await create_pool(
+        settings.database_url, min_size=2, max_size=10, acquire_timeout_s=WORKER_ACQUIRE_TIMEOUT_S
+    )
     agent_client = AgentClient(
         max_connections=concurrency,
         allow_private=settings.allow_private_agents,

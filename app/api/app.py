@@ -53,7 +53,10 @@ async def open_platform(settings: Settings) -> Platform:
     """Connect to PostgreSQL and Redis and start listening for run events."""
     secret_key = require_secret_key(settings)
     pool = await create_pool(
-        settings.database_url, min_size=settings.db_pool_min, max_size=settings.db_pool_max
+        settings.database_url,
+        min_size=settings.db_pool_min,
+        max_size=settings.db_pool_max,
+        acquire_timeout_s=settings.db_acquire_timeout_s,
     )
     watcher = RunWatcher(settings.database_url, pool)
     await watcher.start()

@@ -18,6 +18,8 @@ from app.errors import (
     MalformedBody,
     NotAuthenticated,
     NotFound,
+    TooManyRequests,
+    Unavailable,
     friendlier,
     pointer_from_path,
     with_named_field,
@@ -33,6 +35,8 @@ _STATUS = {
     MalformedBody: 400,
     InvalidInput: 422,
     BodyTooLarge: 413,
+    TooManyRequests: 429,
+    Unavailable: 503,
 }
 
 
@@ -81,7 +85,10 @@ def on_domain_error(_request: Request[Any, Any, Any], exc: Exception) -> Respons
     assert isinstance(exc, AgentLassoError)
     status = next(code for kind, code in _STATUS.items() if isinstance(exc, kind))
     errors = exc.errors if isinstance(exc, InvalidInput) else None
-    return problem_response(status, exc.title, exc.detail, errors)
+    headers = None
+    if isinstance(exc, TooManyRequests | Unavailable):
+        headers = {"retry-after": str(exc.retry_after_s)}
+    return problem_response(status, exc.title, exc.detail, errors, headers)
 
 
 def on_validation_error(_request: Request[Any, Any, Any], exc: Exception) -> Response[Problem]:

@@ -19,6 +19,7 @@ import msgspec
 
 from app.db import runs as run_rows
 from app.domain.runs import Run
+from app.errors import Unavailable
 
 log = logging.getLogger("agentlasso.watch")
 
@@ -113,7 +114,7 @@ class RunWatcher:
         """Read the run once and hand it to every waiter of the run."""
         try:
             run = await run_rows.run_by_id(self.pool, run_id)
-        except (OSError, asyncpg.PostgresError):
+        except (OSError, asyncpg.PostgresError, Unavailable):
             log.warning("could not read run %s after a notification", run_id, exc_info=True)
             return
         for events in self._subscribers.get(run_id, ()):

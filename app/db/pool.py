@@ -6,7 +6,9 @@ from typing import Any
 
 import asyncpg
 import msgspec
-from asyncpg.pool import PoolConnectionProxy
+from asyncpg.pool import PoolAcquireContext, PoolConnectionProxy
+
+from app.errors import Unavailable
 
 # A connection of our own or one borrowed from the pool: the db modules take either.
 Connection = asyncpg.Connection | PoolConnectionProxy
@@ -46,12 +48,50 @@ async def init_connection(connection: asyncpg.Connection) -> None:
     )
 
 
-async def create_pool(database_url: str, *, min_size: int = 2, max_size: int = 10) -> asyncpg.Pool:
-    """A pool whose connections speak jsonb through msgspec."""
-    pool = await asyncpg.create_pool(
-        database_url, min_size=min_size, max_size=max_size, init=init_connection
+class BoundedPool(asyncpg.Pool):
+    """A pool whose every acquire gives up after `acquire_timeout_s`, saying the server is busy.
+
+    Without a bound, slow clients that each hold a connection make every other request wait
+    for one indefinitely, authentication included; with it they get a 503 and Retry-After.
+    """
+
+    acquire_timeout_s: float = 5.0
+
+    def acquire(self, *, timeout: float | None = None) -> PoolAcquireContext:
+        return _BoundedAcquire(self, self.acquire_timeout_s if timeout is None else timeout)
+
+
+class _BoundedAcquire(PoolAcquireContext):
+    __slots__ = ()
+
+    async def __aenter__(self) -> PoolConnectionProxy:
+        try:
+            connection: PoolConnectionProxy = await super().__aenter__()
+        except TimeoutError:
+            raise Unavailable(
+                "The server is busy: no database connection came free in time. Try again."
+            ) from None
+        return connection
+
+
+async def create_pool(
+    database_url: str, *, min_size: int = 2, max_size: int = 10, acquire_timeout_s: float = 5.0
+) -> asyncpg.Pool:
+    """A bounded pool whose connections speak jsonb through msgspec."""
+    # asyncpg.create_pool's own defaults, spelled out: it cannot be told which class to build.
+    pool = BoundedPool(
+        database_url,
+        min_size=min_size,
+        max_size=max_size,
+        max_queries=50_000,
+        max_inactive_connection_lifetime=300.0,
+        init=init_connection,
+        loop=None,
+        connection_class=asyncpg.Connection,
+        record_class=asyncpg.Record,
     )
-    assert pool is not None
+    pool.acquire_timeout_s = acquire_timeout_s
+    await pool
     return pool
 
 

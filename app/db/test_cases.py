@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -52,14 +52,6 @@ _PAGE = (
 WHERE c.dataset_id = $1 AND c.seq > $2
 ORDER BY c.seq
 LIMIT $3
-"""
-)
-
-_ALL_IN_DATASET = (
-    _SELECT
-    + """
-WHERE c.dataset_id = $1
-ORDER BY c.seq
 """
 )
 
@@ -132,14 +124,6 @@ async def list_test_cases(
 ) -> list[TestCase]:
     """One page of a dataset's cases in their order."""
     return [_case(row) for row in await executor.fetch(_PAGE, dataset_id, after_seq, limit)]
-
-
-async def stream_test_cases(
-    connection: Connection, dataset_id: UUID, prefetch: int = 1000
-) -> AsyncIterator[TestCaseContent]:
-    """The content of every case of a dataset through a server-side cursor (in a transaction)."""
-    async for row in connection.cursor(_ALL_IN_DATASET, dataset_id, prefetch=prefetch):
-        yield content_of(row)
 
 
 async def insert_test_case(connection: Connection, revision: Sequence[Any]) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from typing import Any
 from uuid import UUID
 
@@ -25,55 +26,59 @@ from app.services.platform import Platform
 from app.services.test_cases import content_problems, prepare_content
 
 COPY_BATCH = 5_000
+EXPORT_PAGE = 1_000
 # Enough to fix a file in one go without turning the response into a second copy of it.
 MAX_REPORTED_ERRORS = 20
+# Validated cases wait here until the whole body is in; past this they go to a temporary file.
+SPOOL_IN_MEMORY_BYTES = 16 * 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
 
 _line_decoder = msgspec.json.Decoder(TestCaseImportLine)
+_spooled_decoder = msgspec.json.Decoder(TestCaseContent)
 _encoder = msgspec.json.Encoder()
 
 
 async def split_lines(chunks: AsyncIterable[bytes], max_bytes: int) -> AsyncIterator[bytes]:
-    """Lines of a streamed body, without holding more than one partial line."""
-    pending = b""
+    """Lines of a streamed body, in time linear in its size however long a line is."""
+    partial: list[bytes] = []  # the pieces of a line not yet ended, joined once when it ends
     received = 0
     async for chunk in chunks:
         received += len(chunk)
         if received > max_bytes:
             raise BodyTooLarge(f"The import is over the {max_bytes}-byte limit.")
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for line in complete:
-            yield line
-    if pending:
-        yield pending
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            partial.append(chunk[start:end])
+            yield b"".join(partial)
+            partial = []
+            start = end + 1
+        if start < len(chunk):
+            partial.append(chunk[start:])
+    if partial:
+        yield b"".join(partial)
 
 
-class _Importer:
-    """Validates lines as they arrive and copies them in batches, until the first bad line."""
+class _Validator:
+    """Validates lines as they arrive and spools the valid cases, until the first bad line."""
 
-    def __init__(self, connection: Connection, dataset_id: UUID) -> None:
-        self.connection = connection
-        self.dataset_id = dataset_id
-        self.batch: list[tuple[Any, ...]] = []
+    def __init__(self) -> None:
+        self.spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY_BYTES)  # noqa: SIM115
         self.errors: list[FieldError] = []
         self.error_lines = 0
-        self.imported = 0
+        self.valid = 0
 
-    async def add(self, number: int, raw: bytes) -> None:
+    def add(self, number: int, raw: bytes) -> None:
         content = self._parse(number, raw)
         if content is None or self.errors:
-            return  # after a bad line nothing more is written: the transaction will roll back
-        row = case_rows.revision_values(uuid.uuid4(), uuid.uuid4(), self.dataset_id, 1, content)
-        self.batch.append(row)
-        if len(self.batch) >= COPY_BATCH:
-            await self.flush()
+            return  # after a bad line nothing more is kept: nothing will be imported
+        self.spool.write(_encoder.encode(content) + b"\n")
+        self.valid += 1
 
-    async def flush(self) -> None:
-        if self.batch and not self.errors:
-            await case_rows.copy_test_cases(self.connection, self.batch)
-            self.imported += len(self.batch)
-        self.batch = []
+    def contents(self) -> Iterator[TestCaseContent]:
+        """The spooled cases, in the order they came."""
+        self.spool.seek(0)
+        for line in self.spool:
+            yield _spooled_decoder.decode(line)
 
     def _parse(self, number: int, raw: bytes) -> TestCaseContent | None:
         try:
@@ -109,34 +114,63 @@ async def import_test_cases(
     max_bytes: int,
     max_lines: int,
 ) -> int:
-    """Import every line of a JSON Lines body, or nothing; returns how many were imported."""
-    async with platform.pool.acquire() as connection, connection.transaction():
-        if await dataset_rows.get_dataset(connection, project_id, dataset_id) is None:
-            raise NotFound("No dataset with this id in your project.")
-        importer = _Importer(connection, dataset_id)
-        number = 0
-        async for raw in split_lines(body, max_bytes):
-            number += 1
-            if number > max_lines:
-                raise BodyTooLarge(f"The import is over the {max_lines}-line limit.")
-            if number == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM) :]
-            if raw.strip():
-                await importer.add(number, raw)
-        await importer.flush()
-        _raise_if_rejected(importer, number)
-    return importer.imported
+    """Import every line of a JSON Lines body, or nothing; returns how many were imported.
+
+    The whole body is read and validated before a database connection is taken, so a client
+    uploading slowly holds none (a pool of connections is easily outnumbered by slow clients).
+    """
+    if await dataset_rows.get_dataset(platform.pool, project_id, dataset_id) is None:
+        raise NotFound("No dataset with this id in your project.")
+    validator = _Validator()
+    with validator.spool:
+        lines = await _validate(validator, body, max_bytes, max_lines)
+        _raise_if_rejected(validator, lines)
+        async with platform.pool.acquire() as connection, connection.transaction():
+            # Held until the cases are in, so the dataset cannot be deleted under the import.
+            if await dataset_rows.lock_for_run(connection, project_id, dataset_id) is None:
+                raise NotFound("No dataset with this id in your project.")
+            await _copy(connection, dataset_id, validator.contents())
+    return validator.valid
 
 
-def _raise_if_rejected(importer: _Importer, lines: int) -> None:
-    if importer.errors:
-        first = importer.errors[0].line
+async def _validate(
+    validator: _Validator, body: AsyncIterable[bytes], max_bytes: int, max_lines: int
+) -> int:
+    """Feed every line to the validator; returns how many lines the body had."""
+    number = 0
+    async for raw in split_lines(body, max_bytes):
+        number += 1
+        if number > max_lines:
+            raise BodyTooLarge(f"The import is over the {max_lines}-line limit.")
+        if number == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]
+        if raw.strip():
+            validator.add(number, raw)
+    return number
+
+
+async def _copy(
+    connection: Connection, dataset_id: UUID, contents: Iterator[TestCaseContent]
+) -> None:
+    batch: list[tuple[Any, ...]] = []
+    for content in contents:
+        batch.append(case_rows.revision_values(uuid.uuid4(), uuid.uuid4(), dataset_id, 1, content))
+        if len(batch) >= COPY_BATCH:
+            await case_rows.copy_test_cases(connection, batch)
+            batch = []
+    if batch:
+        await case_rows.copy_test_cases(connection, batch)
+
+
+def _raise_if_rejected(validator: _Validator, lines: int) -> None:
+    if validator.errors:
+        first = validator.errors[0].line
         raise InvalidInput(
-            f"Nothing was imported: {importer.error_lines} of {lines} lines are not valid "
+            f"Nothing was imported: {validator.error_lines} of {lines} lines are not valid "
             f"test cases (the first is line {first}).",
-            importer.errors,
+            validator.errors,
         )
-    if importer.imported == 0:
+    if validator.valid == 0:
         raise MalformedBody("The import holds no test case: send one JSON object per line.")
 
 
@@ -146,23 +180,21 @@ def export_line(content: TestCaseContent) -> bytes:
 
 
 async def export_test_cases(
-    platform: Platform, project_id: UUID, dataset_id: UUID, lines_per_chunk: int = 500
+    platform: Platform, project_id: UUID, dataset_id: UUID
 ) -> AsyncIterator[bytes]:
-    """Stream the dataset's cases as JSON Lines, a chunk of lines at a time."""
+    """Stream the dataset's cases as JSON Lines, a page of lines at a time."""
     if await dataset_rows.get_dataset(platform.pool, project_id, dataset_id) is None:
         raise NotFound("No dataset with this id in your project.")
-    return _export_chunks(platform, dataset_id, lines_per_chunk)
+    return _export_pages(platform, dataset_id)
 
 
-async def _export_chunks(
-    platform: Platform, dataset_id: UUID, lines_per_chunk: int
-) -> AsyncIterator[bytes]:
-    async with platform.pool.acquire() as connection, connection.transaction(readonly=True):
-        chunk: list[bytes] = []
-        async for content in case_rows.stream_test_cases(connection, dataset_id):
-            chunk.append(export_line(content))
-            if len(chunk) >= lines_per_chunk:
-                yield b"".join(chunk)
-                chunk = []
-        if chunk:
-            yield b"".join(chunk)
+async def _export_pages(platform: Platform, dataset_id: UUID) -> AsyncIterator[bytes]:
+    # A connection is held for one page's query only, never while the client reads: a slow
+    # reader costs nothing but its socket. (Each page sees the cases as they are when read.)
+    after_seq = 0
+    while True:
+        page = await case_rows.list_test_cases(platform.pool, dataset_id, after_seq, EXPORT_PAGE)
+        if not page:
+            return
+        yield b"".join(export_line(case.content) for case in page)
+        after_seq = page[-1].seq

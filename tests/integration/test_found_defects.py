@@ -1,18 +1,21 @@
 """The defects a hardening review found, each reproduced as it was first seen, then the fix.
 
-Numbers follow the review's list (issue 9): 3 a header value leaking, 5 a NUL in a reply,
+Numbers follow the review's list (issue 9): 2 slow clients exhausting the database pool,
+3 a header value leaking, 5 a NUL in a reply,
 6 deleting a dataset that has runs, 7 odd numbers and text, 8 write-only headers read back by
 moving the URL, 11 a global judge cache, 12 the rest of the hardening.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import pickle
 import shutil
 import stat
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +23,22 @@ import asyncpg
 import httpx
 import msgspec
 import pytest
+from litestar import Litestar
 
 from app.agents.headers import seal_headers
+from app.api.app import create_app
 from app.config import Settings
 from app.db.migrations import SQL_DIR, EditedMigration, apply_migrations
 from app.devstack.bootstrap import write_private
 from app.domain.runs import ChunkRef
 from app.queue import QueueConnection, connect, deserialize, enqueue_lanes
 from app.secrets_box import parse_key
+from app.services.transfer import split_lines
 from tests.support.api import create_dataset, register_agent, start_run
 from tests.support.assertions import assert_problem
 from tests.support.databases import ServerUrls, drop_database, fresh_database
 from tests.support.fake_agent import FakeAgentServer, running_fake_agent
+from tests.support.servers import serving
 
 NUL = "\x00"
 
@@ -195,6 +202,115 @@ async def test_a_405_says_which_methods_are_allowed(client: httpx.AsyncClient) -
     response = await client.put("/api/v1/datasets")
     assert_problem(response, 405)
     assert set(response.headers["allow"].replace(" ", "").split(",")) >= {"GET", "POST"}
+
+
+# --- 2. Slow clients and the database pool ----------------------------------------------------
+
+
+@pytest.fixture
+async def small_pool_api(settings: Settings, api_key: str) -> AsyncIterator[tuple[str, Litestar]]:
+    """The API with a pool of two connections and a one-second wait for one."""
+    app = create_app(
+        msgspec.structs.replace(settings, db_pool_min=1, db_pool_max=2, db_acquire_timeout_s=1.0)
+    )
+    async with serving(app) as url:
+        yield url, app
+
+
+async def slow_upload(url: str, path: str, api_key: str) -> asyncio.StreamWriter:
+    """Start an import that sends its headers and one line, then nothing more."""
+    host, port = url.removeprefix("http://").split(":")
+    _, writer = await asyncio.open_connection(host, int(port))
+    head = (
+        f"POST {path} HTTP/1.1\r\nhost: {host}\r\nx-api-key: {api_key}\r\n"
+        "content-type: application/x-ndjson\r\ncontent-length: 100000000\r\n\r\n"
+    )
+    writer.write(head.encode() + b'{"input": "first of many"}\n')
+    await writer.drain()
+    return writer
+
+
+async def test_slow_uploads_hold_no_connection_and_others_are_answered(
+    small_pool_api: tuple[str, Litestar], api_key: str
+) -> None:
+    url, _ = small_pool_api
+    async with httpx.AsyncClient(base_url=url, headers={"x-api-key": api_key}) as client:
+        dataset = await create_dataset(client)
+        path = f"/api/v1/datasets/{dataset['id']}/test-cases/import"
+        # Before: each import took a connection and a transaction before its body arrived, so
+        # two of these (ten against the default pool) hung every request, auth included.
+        uploads = [await slow_upload(url, path, api_key) for _ in range(10)]
+        try:
+            await asyncio.sleep(0.5)  # every upload is in, holding whatever it holds
+            for _ in range(5):
+                answer = await client.get("/api/v1/datasets", timeout=5)
+                assert answer.status_code == 200, answer.text
+        finally:
+            for writer in uploads:
+                writer.close()
+
+
+async def test_an_exhausted_pool_answers_503_with_retry_after(
+    small_pool_api: tuple[str, Litestar], api_key: str
+) -> None:
+    url, app = small_pool_api
+    pool = app.state.platform.pool
+    held = [await pool.acquire(timeout=5), await pool.acquire(timeout=5)]
+    try:
+        async with httpx.AsyncClient(base_url=url, headers={"x-api-key": api_key}) as client:
+            answer = await client.get("/api/v1/datasets", timeout=10)
+    finally:
+        for connection in held:
+            await pool.release(connection)
+    body = assert_problem(answer, 503)
+    assert answer.headers["retry-after"] == "1" and "busy" in body["detail"]
+
+
+async def test_an_export_read_slowly_holds_no_connection(
+    small_pool_api: tuple[str, Litestar], api_key: str
+) -> None:
+    url, _ = small_pool_api
+    async with httpx.AsyncClient(base_url=url, headers={"x-api-key": api_key}) as client:
+        dataset = await create_dataset(client)
+        lines = b"".join(
+            msgspec.json.encode({"input": f"case {n} " + "x" * 2000}) + b"\n" for n in range(3000)
+        )
+        imported = await client.post(
+            f"/api/v1/datasets/{dataset['id']}/test-cases/import",
+            content=lines,
+            headers={"content-type": "application/x-ndjson"},
+        )
+        assert imported.status_code == 201, imported.text
+        export = f"/api/v1/datasets/{dataset['id']}/test-cases/export"
+        readers = []
+        for _ in range(3):  # more stalled readers than the pool has connections
+            stream = client.stream("GET", export)
+            response = await stream.__aenter__()
+            await anext(response.aiter_bytes())  # the first page, then nothing more
+            readers.append(stream)
+        try:
+            answer = await client.get("/api/v1/datasets", timeout=5)
+            assert answer.status_code == 200, answer.text
+        finally:
+            for stream in readers:
+                await stream.__aexit__(None, None, None)
+
+
+async def test_splitting_a_line_with_no_end_is_linear_and_exact() -> None:
+    async def chunks(sizes: list[int]) -> AsyncIterator[bytes]:
+        for size in sizes:
+            yield b"a" * size
+
+    # Before: the partial line was re-joined on every chunk (16 MB: 2 s, 32 MB: 7.5 s).
+    [line] = [line async for line in split_lines(chunks([65536] * 512), 2**40)]
+    assert len(line) == 65536 * 512
+    body = [b"ab\ncd", b"", b"e\n", b"\nf"]
+
+    async def pieces() -> AsyncIterator[bytes]:
+        for piece in body:
+            yield piece
+
+    assert [line async for line in split_lines(pieces(), 100)] == [b"ab", b"cde", b"", b"f"]
 
 
 # --- 3. A header value that h11 refuses, and what the error says ------------------------------
