@@ -29,6 +29,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_body_bytes: int = 10 * 1024 * 1024
     max_import_bytes: int = 512 * 1024 * 1024
     max_import_lines: int = 1_000_000
+    # The time grading may take for one request (a CI batch, a preview, a worker's chunk):
+    # regular expressions not run by then are not graded, saying so.
+    grading_budget_s: float = 5.0
     # Queue namespace: lets several test runs share one Redis without seeing each other's jobs.
     queue_name: str = "agentlasso:queue"
     # 32 bytes, base64: encrypts agent headers at rest. Required outside `agentlasso dev`.
@@ -120,6 +123,7 @@ def load_settings() -> Settings:
         max_body_bytes=_int_env("AGENTLASSO_MAX_BODY_BYTES", 10 * 1024 * 1024),
         max_import_bytes=_int_env("AGENTLASSO_MAX_IMPORT_BYTES", 512 * 1024 * 1024),
         max_import_lines=_int_env("AGENTLASSO_MAX_IMPORT_LINES", 1_000_000),
+        grading_budget_s=_float_env("AGENTLASSO_GRADING_BUDGET_S", 5.0),
         queue_name=os.environ.get("AGENTLASSO_QUEUE") or "agentlasso:queue",
         secret_key=os.environ.get("AGENTLASSO_SECRET_KEY") or None,
         allow_private_agents=_bool_env("AGENTLASSO_ALLOW_PRIVATE_AGENTS"),

@@ -10,7 +10,7 @@ from litestar.params import FromPath, JSONBody
 
 from app.api.auth import PlatformDep, ProjectId
 from app.api.pagination import parse_id
-from app.domain.checks import Check
+from app.domain.checks import WrittenChecks
 from app.domain.results import CaseResult
 from app.domain.test_cases import CaseInput, Confidence, EvaluationType, TestCaseContent
 from app.services import preview
@@ -27,7 +27,7 @@ class ReplyPreview(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 class ChecksPreview(ReplyPreview, forbid_unknown_fields=True, kw_only=True):
     """Checks not saved yet, and what the agent did."""
 
-    checks: list[Check] | None = None
+    checks: WrittenChecks | None = None
     evaluation_criteria_json: dict[str, Any] | None = None
     expected_output: str | None = None
     evaluation_type: EvaluationType = "SCORE"
@@ -60,7 +60,7 @@ class PreviewController(Controller):
         return PreviewResult(result=result, warnings=[])
 
     @post("/grading/preview", operation_id="previewChecks", status_code=200)
-    async def unsaved(self, data: JSONBody[ChecksPreview]) -> PreviewResult:
+    async def unsaved(self, platform: PlatformDep, data: JSONBody[ChecksPreview]) -> PreviewResult:
         """The grade checks not yet saved would give the reply."""
         content = TestCaseContent(
             input=data.input,
@@ -70,5 +70,7 @@ class PreviewController(Controller):
             evaluation_type=data.evaluation_type,
             min_confidence=data.min_confidence,
         )
-        result = preview.preview_unsaved(content, data.actual_output, data.actual_tool_calls)
+        result = await preview.preview_unsaved(
+            platform, content, data.actual_output, data.actual_tool_calls
+        )
         return PreviewResult(result=result, warnings=regex_warnings(content))

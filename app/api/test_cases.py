@@ -14,7 +14,7 @@ from litestar.response import Stream
 from app.api.auth import PlatformDep, ProjectId
 from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
 from app.domain import test_cases as domain
-from app.domain.checks import Check
+from app.domain.checks import Check, WrittenChecks
 from app.domain.test_cases import (
     CaseInput,
     ChecksVersion,
@@ -36,7 +36,7 @@ class TestCaseCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     input: CaseInput
     checks_version: ChecksVersion = 1
-    checks: list[Check] | None = None
+    checks: WrittenChecks | None = None
     evaluation_criteria_json: dict[str, Any] | None = None
     expected_output: str | None = None
     evaluation_type: EvaluationType = "SCORE"
@@ -57,7 +57,7 @@ class TestCaseUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     input: CaseInput | msgspec.UnsetType = msgspec.UNSET
     checks_version: ChecksVersion | msgspec.UnsetType = msgspec.UNSET
-    checks: list[Check] | msgspec.UnsetType | None = msgspec.UNSET
+    checks: WrittenChecks | msgspec.UnsetType | None = msgspec.UNSET
     evaluation_criteria_json: dict[str, Any] | msgspec.UnsetType | None = msgspec.UNSET
     expected_output: str | msgspec.UnsetType | None = msgspec.UNSET
     evaluation_type: EvaluationType | msgspec.UnsetType = msgspec.UNSET

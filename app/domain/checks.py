@@ -85,6 +85,12 @@ Check = (
     | LlmJudge
 )
 
+# Checks a case may be written with: enough for any rubric, few enough that grading one case
+# stays cheap (each regular expression costs a search of the reply).
+MAX_CHECKS = 100
+# A case's checks as a client writes them.
+WrittenChecks = Annotated[list[Check], msgspec.Meta(max_length=MAX_CHECKS)]
+
 # Every check type, in the order they are documented: the classes of the union above.
 CHECK_CLASSES: tuple[type[Check], ...] = get_args(Check)
 

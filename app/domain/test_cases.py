@@ -8,7 +8,7 @@ from uuid import UUID
 
 import msgspec
 
-from app.domain.checks import Check
+from app.domain.checks import MAX_CHECKS, Check
 
 EvaluationType = Literal["BOOLEAN", "SCORE"]
 Confidence = Annotated[int, msgspec.Meta(ge=0, le=100)]
@@ -40,7 +40,7 @@ class TestCaseImportLine(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
 
     input: CaseInput
     checks_version: ChecksVersion = 1
-    checks: tuple[Check, ...] | None = None
+    checks: Annotated[tuple[Check, ...], msgspec.Meta(max_length=MAX_CHECKS)] | None = None
     evaluation_criteria_json: dict[str, Any] | None = None
     expected_output: str | None = None
     evaluation_type: EvaluationType | None = None

@@ -17,6 +17,7 @@ from app.domain.case_results import AwaitingJudge, JudgedResult
 from app.domain.judging import CachedAnswer, JudgeRecord
 from app.domain.results import JudgeVerdict, Observation
 from app.domain.runs import Counters, Run
+from app.engine.grading_pool import grade_off_loop
 from app.engine.judge_calls import Judge, RunJudging
 from app.engine.judging import NO_JUDGE
 from app.engine.worker_state import WorkerState
@@ -69,9 +70,10 @@ async def _judge_results(
         stopped = NO_JUDGE
     judging = RunJudging(project_id=run.project_id, use_cache=run.judge_use_cache, stopped=stopped)
     # The first case alone: if the judge's key is refused, the rest are not sent at all.
-    judged = [await _judge_one(judge, case, context, judging) for case in waiting[:1]]
+    budget_s = state.settings.grading_budget_s
+    judged = [await _judge_one(judge, case, context, judging, budget_s) for case in waiting[:1]]
     judged += await asyncio.gather(
-        *(_judge_one(judge, case, context, judging) for case in waiting[1:])
+        *(_judge_one(judge, case, context, judging, budget_s) for case in waiting[1:])
     )
     if judging.stopped is not None:
         state.judge_stopped[run.id] = judging.stopped
@@ -79,7 +81,11 @@ async def _judge_results(
 
 
 async def _judge_one(
-    judge: Judge | None, case: AwaitingJudge, context: dict[str, Any] | None, judging: RunJudging
+    judge: Judge | None,
+    case: AwaitingJudge,
+    context: dict[str, Any] | None,
+    judging: RunJudging,
+    budget_s: float,
 ) -> JudgedResult:
     observation = _stored_observation(case)
     verdicts: dict[str, JudgeVerdict] = {}
@@ -94,7 +100,9 @@ async def _judge_one(
             judging.stopped = verdict.not_graded_reason
         verdicts[request.check_id] = verdict
         records.append(record)
-    result = grade_case(case.content, observation, verdicts)
+    result = await grade_off_loop(
+        lambda out_of_time: grade_case(case.content, observation, verdicts, out_of_time), budget_s
+    )
     return JudgedResult(seq=case.seq, result=result, records=tuple(records))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -28,6 +28,7 @@ from app.db.pool import Connection
 from app.domain.case_results import NewResult
 from app.domain.runs import CALLING_STATUSES, Counters, Run
 from app.domain.test_cases import PinnedCase
+from app.engine.grading_pool import grade_off_loop
 from app.engine.judge_chunks import judge_chunk
 from app.engine.judging import immediate_verdicts
 from app.engine.worker_state import WorkerState
@@ -146,9 +147,23 @@ async def _items(state: WorkerState, plan: RunPlan, chunk_no: int) -> list[Item]
 
 
 async def _results_for(state: WorkerState, plan: RunPlan, chunk_no: int) -> list[NewResult]:
-    """Call, grade and build the results of the chunk's items; a cancelled run stops early."""
-    items = await _items(state, plan, chunk_no)
-    tasks = [asyncio.create_task(_one(state, plan, item)) for item in items]
+    """Call the agent for the chunk's items, then grade every answer off the event loop."""
+    calls = await _calls(state, plan, await _items(state, plan, chunk_no))
+    judge_configured = state.judge is not None
+
+    def grade_all(out_of_time: Callable[[], bool]) -> list[NewResult]:
+        return [
+            _graded(plan.run_id, item, call, judge_configured, out_of_time) for item, call in calls
+        ]
+
+    return await grade_off_loop(grade_all, state.settings.grading_budget_s)
+
+
+async def _calls(
+    state: WorkerState, plan: RunPlan, items: list[Item]
+) -> list[tuple[Item, AgentCallResult]]:
+    """Each item's agent call, made at once; a cancelled run stops early and keeps the rest."""
+    tasks = [asyncio.create_task(_call(state, plan, item)) for item in items]
     if not tasks:
         return []
     stop: asyncio.Future[Any] = asyncio.ensure_future(state.cancelled(plan.run_id).wait())
@@ -165,12 +180,12 @@ async def _results_for(state: WorkerState, plan: RunPlan, chunk_no: int) -> list
         if task.exception() is not None:
             # A bug, not an agent failure (those are results): never drop the item silently,
             # or the run could not complete. The chunk is retried, then the run fails.
-            raise RuntimeError(f"an item of chunk {chunk_no} failed") from task.exception()
+            raise RuntimeError("an agent call of a chunk failed") from task.exception()
     return [task.result() for task in finished]
 
 
-async def _one(state: WorkerState, plan: RunPlan, item: Item) -> NewResult:
-    """Call the agent for one item and grade what it did."""
+async def _call(state: WorkerState, plan: RunPlan, item: Item) -> tuple[Item, AgentCallResult]:
+    """Call the agent for one item."""
     case = item.case
     body = {
         "input": case.content.input,
@@ -183,11 +198,15 @@ async def _one(state: WorkerState, plan: RunPlan, item: Item) -> NewResult:
     # The agent's slot first: waiting on it must not hold one of this worker's call slots.
     async with state.limiter.slot(plan.agent_id, plan.agent_limit, state.lease_s), state.calls:
         call = await state.agent_client.call(plan.target, body)
-    return _graded(plan.run_id, item, call, judge_configured=state.judge is not None)
+    return item, call
 
 
 def _graded(
-    run_id: UUID, item: Item, call: AgentCallResult, *, judge_configured: bool
+    run_id: UUID,
+    item: Item,
+    call: AgentCallResult,
+    judge_configured: bool,
+    out_of_time: Callable[[], bool],
 ) -> NewResult:
     """The graded result; AI judge checks wait for a judge chunk when a judge is configured."""
     content = item.case.content
@@ -197,7 +216,8 @@ def _graded(
     verdicts, pending = immediate_verdicts(content, observation, judge_configured)
     return NewResult.graded_as(
         run_id, item.case.test_case_id, item.trial, item.case.revision_id,
-        grade_case(content, observation, verdicts), call.reported(), agent_error=call.error,
+        grade_case(content, observation, verdicts, out_of_time), call.reported(),
+        agent_error=call.error,
         agent_call=call.call_record(), judge_pending=pending,
     )  # fmt: skip
 

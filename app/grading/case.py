@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from app.domain.checks import Check, CheckType, type_of
 from app.domain.results import CaseResult, CheckResult, JudgeVerdict, Observation
@@ -17,14 +17,26 @@ from app.grading.registry import GRADERS
 _NO_VERDICTS: Mapping[str, JudgeVerdict] = {}
 
 
+def _never() -> bool:
+    return False
+
+
+_NEVER = _never
+
+
 def grade_case(
     content: TestCaseContent,
     observation: Observation,
     verdicts: Mapping[str, JudgeVerdict] = _NO_VERDICTS,
+    out_of_time: Callable[[], bool] = _NEVER,
 ) -> CaseResult:
-    """Grade one case's observation against its checks; verdicts are keyed by check id."""
+    """Grade one case's observation against its checks; verdicts are keyed by check id.
+
+    `out_of_time` says when the caller's time for grading is spent: regular expressions not
+    run by then are not graded, saying so.
+    """
     plan = plan_case(content)
-    context = GradingContext(observation, verdicts)
+    context = GradingContext(observation, verdicts, out_of_time)
     results = grade_checks(plan.checks, context)
     if expected_output(content) is not None:
         results.append(_grade_expectation(content, context))

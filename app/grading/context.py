@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from app.domain.results import CheckResult, JudgeVerdict, Observation
 from app.grading.excerpts import name_list
@@ -23,13 +23,22 @@ class GradingContext:
         "_report",
         "_sequence",
         "observation",
+        "out_of_time",
         "unmet",
         "verdicts",
     )
 
-    def __init__(self, observation: Observation, verdicts: Mapping[str, JudgeVerdict]) -> None:
+    def __init__(
+        self,
+        observation: Observation,
+        verdicts: Mapping[str, JudgeVerdict],
+        out_of_time: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.observation = observation
         self.verdicts = verdicts
+        # Whether the time this grading may take is spent: regular expressions not yet run then
+        # stay unrun. Supplied by the caller, which owns the clock; never spent by default.
+        self.out_of_time = out_of_time
         # Why a check needing the reply or the tool calls fails before it runs (None: it runs).
         self.unmet = unmet_needs(observation)
         self._folded: str | None = None

@@ -40,11 +40,13 @@ def judged(
     )
 
 
-def not_graded(check_id: str, severity: Severity, detail: str) -> CheckResult:
-    """A judge check with no usable verdict."""
+def not_graded(
+    check_id: str, severity: Severity, detail: str, check_type: CheckType = "llm_judge"
+) -> CheckResult:
+    """A check that could not be decided: a judge without a verdict, a search not run."""
     return CheckResult(
         id=check_id,
-        type="llm_judge",
+        type=check_type,
         severity=severity,
         status="not_graded",
         passed=None,

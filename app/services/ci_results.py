@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -19,6 +19,7 @@ from app.domain.results import CaseResult
 from app.domain.runs import ChunkRef, Counters, Run
 from app.domain.stored_text import nul_problems
 from app.domain.test_cases import PinnedCase, TestCaseContent
+from app.engine.grading_pool import grade_off_loop
 from app.engine.judging import immediate_verdicts
 from app.errors import Conflict, FieldError, InvalidInput, NotFound
 from app.grading import grade_case, observation_from_wire
@@ -83,14 +84,17 @@ def batch_problems(results: list[PostedResult]) -> list[FieldError]:
 
 
 def grade_posted(
-    content: TestCaseContent, posted: PostedResult, judge_configured: bool
+    content: TestCaseContent,
+    posted: PostedResult,
+    judge_configured: bool,
+    out_of_time: Callable[[], bool],
 ) -> tuple[CaseResult, bool]:
     """Grade one posted result; True when its AI judge checks must wait for verdicts."""
     observation = observation_from_wire(
         posted.actual_output, posted.actual_tool_calls, agent_error=posted.agent_error
     )
     verdicts, pending = immediate_verdicts(content, observation, judge_configured)
-    return grade_case(content, observation, verdicts), pending
+    return grade_case(content, observation, verdicts, out_of_time), pending
 
 
 def _parse_case_ids(results: list[PostedResult]) -> tuple[list[UUID | None], list[UUID]]:
@@ -130,14 +134,18 @@ async def record_results(
         if run is None:
             raise NotFound("No run with this id in your project.")
         pinned = await run_rows.pinned_cases_by_id(connection, run_id, case_ids)
-        missing = _not_in_run(results, parsed, pinned)
-        if missing:
-            raise InvalidInput(f"{len(missing)} posted test case(s) are not in this run.", missing)
-        graded, new_results = _grade_batch(run_id, results, parsed, pinned, judge_configured)
-        async with connection.transaction():
-            run, judge_work = await _store_batch(
-                connection, project_id, run_id, case_ids, new_results
-            )
+    missing = _not_in_run(results, parsed, pinned)
+    if missing:
+        raise InvalidInput(f"{len(missing)} posted test case(s) are not in this run.", missing)
+    # Graded with no connection held: a hostile pattern may take the whole budget.
+    graded, rows = await grade_off_loop(
+        lambda out_of_time: _grade_batch(
+            run_id, results, parsed, pinned, judge_configured, out_of_time
+        ),
+        platform.settings.grading_budget_s,
+    )
+    async with platform.pool.acquire() as connection, connection.transaction():
+        run, judge_work = await _store_batch(connection, project_id, run_id, case_ids, rows)
     return RecordedBatch(run=run, graded=graded, judge_work=judge_work)
 
 
@@ -147,13 +155,14 @@ def _grade_batch(
     parsed: list[UUID | None],
     pinned: Mapping[UUID, PinnedCase],
     judge_configured: bool,
+    out_of_time: Callable[[], bool],
 ) -> tuple[list[GradedCase], list[NewResult]]:
     graded: list[GradedCase] = []
     new_results: list[NewResult] = []
     for posted, case_id in zip(results, parsed, strict=True):
         assert case_id is not None
         case = pinned[case_id]
-        result, pending = grade_posted(case.content, posted, judge_configured)
+        result, pending = grade_posted(case.content, posted, judge_configured, out_of_time)
         graded.append(GradedCase(test_case_id=posted.test_case_id, result=result))
         new_results.append(
             NewResult.graded_as(

@@ -1,9 +1,9 @@
 """The defects a hardening review found, each reproduced as it was first seen, then the fix.
 
-Numbers follow the review's list (issue 9): 2 slow clients exhausting the database pool,
-3 a header value leaking, 5 a NUL in a reply,
-6 deleting a dataset that has runs, 7 odd numbers and text, 8 write-only headers read back by
-moving the URL, 11 a global judge cache, 12 the rest of the hardening.
+Numbers follow the review's list (issue 9): 1 hostile regular expressions, 2 slow clients
+exhausting the database pool, 3 a header value leaking, 5 a NUL in a reply, 6 deleting a
+dataset that has runs, 7 odd numbers and text, 8 write-only headers read back by moving the
+URL, 11 a global judge cache, 12 the rest of the hardening.
 """
 
 from __future__ import annotations
@@ -202,6 +202,50 @@ async def test_a_405_says_which_methods_are_allowed(client: httpx.AsyncClient) -
     response = await client.put("/api/v1/datasets")
     assert_problem(response, 405)
     assert set(response.headers["allow"].replace(" ", "").split(",")) >= {"GET", "POST"}
+
+
+# --- 1. Hostile regular expressions ------------------------------------------------------------
+
+
+async def test_a_hostile_preview_is_bounded_and_the_api_keeps_answering(
+    client: httpx.AsyncClient,
+) -> None:
+    # Before: `\pL{300}x` over a 2 MB reply graded on the event loop for about 11 s, and a
+    # case could carry any number of such patterns: one request stalled every tenant.
+    checks = [
+        {"type": "output_not_contains", "value": r"\pL{300}x", "regex": True},
+        {"type": "output_not_contains", "value": r"(a|b)*a(a|b){1000}c", "regex": True},
+        *(
+            {"type": "output_not_contains", "value": rf"(?:a|b){{{n}}}c", "regex": True}
+            for n in range(1, 60)
+        ),
+    ]
+    body = {"input": "q", "checks": checks, "actual_output": "ab" * 1_000_000}
+
+    async def health_while(task: asyncio.Task[httpx.Response]) -> int:
+        answered = 0
+        while not task.done():
+            assert (await client.get("/health", timeout=5)).status_code == 200
+            answered += 1
+        return answered
+
+    preview = asyncio.create_task(client.post("/api/v1/grading/preview", json=body))
+    answered = await health_while(preview)
+    response = await preview
+    assert response.status_code == 200, response.text
+    results = response.json()["result"]["check_results"]
+    assert results[0]["status"] == "failed" and "at most 5,000" in results[0]["detail"]
+    assert results[1]["status"] == "not_graded" and results[1]["detail"].startswith("Not run")
+    assert answered >= 1, "the API answered while the preview was graded"
+
+
+async def test_a_case_with_more_than_a_hundred_checks_is_refused(client: httpx.AsyncClient) -> None:
+    dataset = await create_dataset(client)
+    checks = [{"type": "output_contains", "value": f"v{n}"} for n in range(101)]
+    response = await client.post(
+        f"/api/v1/datasets/{dataset['id']}/test-cases", json={"input": "x", "checks": checks}
+    )
+    assert_problem(response, 422, pointer="/checks")
 
 
 # --- 2. Slow clients and the database pool ----------------------------------------------------

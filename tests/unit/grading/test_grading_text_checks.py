@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -242,3 +243,68 @@ def test_a_reply_with_a_lone_surrogate_still_matches() -> None:
     assert result.detail == (
         'Forbidden pattern "(?:\\d{4} ){3}\\d{4}" matched: \ud800 card 4111 1111 1111 1111 end'
     )
+
+
+# Bounds on users' patterns: the hardening review's first defect was one pattern, `\pL{300}x`,
+# costing about 11 s per search of a 2 MB reply and 120 ms to compile.
+
+
+@pytest.mark.parametrize("check", [contains, forbids])
+def test_a_pattern_over_a_thousand_characters_fails_saying_so(check: Callable[..., Check]) -> None:
+    result = grade_one(check("a" * 1001, regex=True), "aaa")
+    assert (result.status, result.passed) == ("failed", False)
+    assert result.detail.endswith(
+        "the pattern is 1,001 characters long; at most 1,000 are allowed."
+    )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "size"),
+    [(r"\pL{300}x", "too many instructions"), (r"\pL{50}x", "59,855 instructions")],
+)
+def test_a_pattern_compiling_to_a_huge_program_fails_at_once(pattern: str, size: str) -> None:
+    started = time.perf_counter()
+    result = grade_one(forbids(pattern, regex=True), "no letters here")
+    # Compiling the 360,000-instruction program took 110 ms: it is now refused while building.
+    assert time.perf_counter() - started < 0.1
+    assert result.status == "failed"
+    assert f"compiles to {size}; at most 5,000 are allowed" in result.detail
+
+
+@pytest.mark.parametrize("check", [contains, forbids])
+def test_a_search_whose_worst_case_is_too_costly_is_not_run(check: Callable[..., Check]) -> None:
+    # RE2's NFA fallback takes program size x reply bytes: 17 s measured for these two.
+    pattern, reply = r"(a|b)*a(a|b){1000}c", "ab" * MB
+    started = time.perf_counter()
+    result = grade_one(check(pattern, regex=True), reply)
+    assert time.perf_counter() - started < 0.5
+    assert (result.status, result.passed) == ("not_graded", None)
+    assert result.detail == (
+        "Not run: the pattern (3,009 instructions) over this reply (2,000,000 bytes) could take "
+        "longer than a search may; a simpler pattern would run."
+    )
+
+
+def test_the_same_pattern_runs_on_a_reply_it_can_afford() -> None:
+    result = grade_one(forbids(r"(a|b)*a(a|b){1000}c", regex=True), "ab" * 1000)
+    assert result.status == "passed"
+
+
+def test_patterns_not_run_once_the_time_is_spent_are_not_graded_and_plain_text_still_is() -> None:
+    checks = (
+        OutputContains(id="c1", value="refund"),
+        OutputContains(id="c2", value="ref.nd", regex=True),
+        OutputNotContains(id="c3", value="guarantee"),
+    )
+    content = TestCaseContent(input="q", checks=checks)
+    observation = Observation(actual_output="your refund", tool_calls=())
+    result = grade_case(content, observation, out_of_time=lambda: True)
+    assert [(r.id, r.status) for r in result.check_results] == [
+        ("c1", "passed"),
+        ("c2", "not_graded"),
+        ("c3", "passed"),
+    ]
+    assert result.check_results[1].detail == (
+        "Not run: the time for grading this request ran out before this check."
+    )
+    assert result.pass_fail is False and result.partially_graded is True

@@ -161,3 +161,8 @@ def test_search_returns_character_spans_in_utf8_text() -> None:
 )
 def test_compile_errors_become_text(exception: Exception, text: str) -> None:
     assert _error_text(exception) == text
+
+
+def test_re2s_own_too_large_error_says_what_the_limit_is() -> None:
+    text = _error_text(ValueError(b"pattern too large - compile failed"))
+    assert text.startswith("the pattern compiles to too many instructions; at most 5,000")
