@@ -131,7 +131,11 @@ def on_http_error(request: Request[Any, Any, Any], exc: Exception) -> Response[P
     if status == 413:
         return problem_response(413, BodyTooLarge.title, _too_large_detail(request))
     if status >= 500:
-        log.error("HTTP %s: %s", status, exc.detail)
+        if "disconnected" in str(exc.detail):
+            # The client went away mid-request (a stalled upload closed): nobody to answer.
+            log.info("client went away: %s", exc.detail)
+        else:
+            log.error("HTTP %s: %s", status, exc.detail)
         return problem_response(status, "Server error", "The server could not answer.")
     detail = str(exc.detail)
     if status == 400 and detail.startswith("JSON is malformed"):

@@ -1,5 +1,7 @@
 """A fast fake agent that answers after a fixed delay: `python -m tests.perf.delayed_agent MS`.
 
+With a second argument N its reply is N bytes of "ab" (a hostile pattern's favourite text).
+
 HTTP/1.1 with keep-alive on asyncio's raw protocol, so thousands of calls a second cost it
 little; it prints its port on its first line. It runs in its own process in the benchmarks, so
 its CPU is not counted as the platform's.
@@ -22,18 +24,22 @@ REPLY = json.dumps(
         ],
     }
 ).encode()
-RESPONSE = (
-    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
-    + str(len(REPLY)).encode()
-    + b"\r\n\r\n"
-    + REPLY
-)
+
+
+def response_with(reply: bytes) -> bytes:
+    """The whole HTTP answer carrying this JSON body."""
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+    return head + str(len(reply)).encode() + b"\r\n\r\n" + reply
+
+
+RESPONSE = response_with(REPLY)
 
 
 class DelayedAgent(asyncio.Protocol):
     """Answers each complete request after the delay."""
 
     delay_s = 0.0
+    response = RESPONSE
 
     def __init__(self) -> None:
         self.buffer = b""
@@ -53,7 +59,7 @@ class DelayedAgent(asyncio.Protocol):
 
     def answer(self) -> None:
         if not self.transport.is_closing():
-            self.transport.write(RESPONSE)
+            self.transport.write(self.response)
 
 
 def content_length(head: bytes) -> int:
@@ -64,8 +70,13 @@ def content_length(head: bytes) -> int:
     return 0
 
 
-async def serve(delay_ms: float) -> None:
+async def serve(delay_ms: float, reply_bytes: int = 0) -> None:
     DelayedAgent.delay_s = delay_ms / 1000
+    if reply_bytes:
+        output = "ab" * (reply_bytes // 2)
+        DelayedAgent.response = response_with(
+            json.dumps({"output": output, "tool_calls": []}).encode()
+        )
     loop = asyncio.get_running_loop()
     server = await loop.create_server(DelayedAgent, "127.0.0.1", 0, backlog=4096)
     print(server.sockets[0].getsockname()[1], flush=True)
@@ -75,4 +86,5 @@ async def serve(delay_ms: float) -> None:
 
 if __name__ == "__main__":
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(float(sys.argv[1]) if len(sys.argv) > 1 else 0))
+        delay = float(sys.argv[1]) if len(sys.argv) > 1 else 0
+        asyncio.run(serve(delay, int(sys.argv[2]) if len(sys.argv) > 2 else 0))

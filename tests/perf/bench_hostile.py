@@ -1,0 +1,220 @@
+"""Benchmarks under hostile load: real API, worker and fake-agent processes on 127.0.0.1.
+
+    .venv/bin/python -m tests.perf.bench_hostile api      # latency while hostile requests run
+    .venv/bin/python -m tests.perf.bench_hostile worker   # heartbeats while hostile cases grade
+
+`api`: for --seconds, four clients post previews of hostile patterns over 2 MB replies, twenty
+uploads send their headers and one line and then stall, and one client times GET /health and
+an authenticated GET /api/v1/datasets?limit=1 every 20 ms. Target: p99 of both under 100 ms.
+
+`worker`: a server-mode run whose agent answers 1 MB of "ab" for cases carrying 60 hostile
+patterns each; the benchmark watches every chunk's heartbeat in PostgreSQL. Target: no gap
+between two heartbeats of a chunk longer than the interval (a quarter of the stale time) plus a
+second, and no chunk re-issued.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import asyncpg
+import httpx
+import msgspec
+
+from tests.perf.harness import new_key, server_urls, worker_process
+from tests.support.databases import drop_database, fresh_database
+from tests.support.processes import ROOT, SECRET_KEY, api_process
+
+HOSTILE_CHECKS = [
+    {"type": "output_not_contains", "value": r"\pL{300}x", "regex": True},
+    {"type": "output_not_contains", "value": r"(a|b)*a(a|b){1000}c", "regex": True},
+    {"type": "output_not_contains", "value": r"(a|b)*a(a|b){160}c", "regex": True},
+    *(
+        {"type": "output_not_contains", "value": rf"(a|b)*a(a|b){{{n}}}c", "regex": True}
+        for n in range(10, 67)
+    ),
+]
+HOSTILE_REPLY = "ab" * 1_000_000
+STALE_S = 8.0
+CASES = 200
+
+
+@contextlib.contextmanager
+def hostile_agent(reply_bytes: int) -> Iterator[str]:
+    """The delayed fake agent answering `reply_bytes` of "ab"; yields its URL."""
+    argv = [sys.executable, "-m", "tests.perf.delayed_agent", "20", str(reply_bytes)]
+    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        yield f"http://127.0.0.1:{int(process.stdout.readline())}/agent"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+async def hostile_previews(base: str, key: str, stop: asyncio.Event, done: list[float]) -> None:
+    body = {"input": "q", "checks": HOSTILE_CHECKS, "actual_output": HOSTILE_REPLY}
+    async with httpx.AsyncClient(base_url=base, headers={"x-api-key": key}, timeout=60) as http:
+        while not stop.is_set():
+            started = time.perf_counter()
+            response = await http.post("/api/v1/grading/preview", json=body)
+            assert response.status_code == 200, response.text[:300]
+            done.append(time.perf_counter() - started)
+
+
+async def stalled_upload(base: str, key: str, path: str) -> asyncio.StreamWriter:
+    host, port = base.removeprefix("http://").split(":")
+    _, writer = await asyncio.open_connection(host, int(port))
+    writer.write(
+        f"POST {path} HTTP/1.1\r\nhost: {host}\r\nx-api-key: {key}\r\n"
+        "content-type: application/x-ndjson\r\ncontent-length: 100000000\r\n\r\n".encode()
+        + b'{"input": "first of many"}\n'
+    )
+    await writer.drain()
+    return writer
+
+
+async def timed_gets(base: str, key: str, stop: asyncio.Event) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {"/health": [], "/api/v1/datasets?limit=1": []}
+    async with httpx.AsyncClient(base_url=base, headers={"x-api-key": key}, timeout=30) as http:
+        while not stop.is_set():
+            for path, taken in samples.items():
+                started = time.perf_counter()
+                response = await http.get(path)
+                taken.append((time.perf_counter() - started) * 1000)
+                assert response.status_code == 200, response.text[:200]
+            await asyncio.sleep(0.02)
+    return samples
+
+
+async def api_scenario(base: str, key: str, seconds: float) -> None:
+    async with httpx.AsyncClient(base_url=base, headers={"x-api-key": key}) as http:
+        dataset = (await http.post("/api/v1/datasets", json={"name": "hostile"})).json()
+    path = f"/api/v1/datasets/{dataset['id']}/test-cases/import"
+    stop = asyncio.Event()
+    previews: list[float] = []
+    uploads = [await stalled_upload(base, key, path) for _ in range(20)]
+    attackers = [asyncio.create_task(hostile_previews(base, key, stop, previews)) for _ in range(4)]
+    timer = asyncio.create_task(timed_gets(base, key, stop))
+    await asyncio.sleep(seconds)
+    stop.set()
+    samples = await timer
+    await asyncio.gather(*attackers)
+    for writer in uploads:
+        writer.close()
+    print(
+        f"{len(previews)} hostile previews (each {len(HOSTILE_CHECKS)} patterns over 2 MB) in "
+        f"{seconds:.0f} s, median {statistics.median(previews):.2f} s each, with 20 stalled "
+        "uploads open"
+    )
+    for path, taken in samples.items():
+        print(f"GET {path}: {len(taken)} requests, {percentiles(taken)} (target p99 < 100 ms)")
+
+
+def percentiles(taken: list[float]) -> str:
+    ordered = sorted(taken)
+    pick = {name: ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+            for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))}  # fmt: skip
+    return ", ".join(f"{name} {value:.1f} ms" for name, value in pick.items()) + (
+        f", max {ordered[-1]:.1f} ms"
+    )
+
+
+async def worker_scenario(base: str, key: str, database_url: str, agent_url: str) -> None:
+    async with httpx.AsyncClient(base_url=base, headers={"x-api-key": key}, timeout=60) as http:
+        agent = (await http.post("/api/v1/agents", json={"name": "h", "url": agent_url})).json()
+        dataset = (await http.post("/api/v1/datasets", json={"name": "hostile"})).json()
+        lines = b"".join(
+            msgspec.json.encode({"input": f"case {n}", "checks": HOSTILE_CHECKS}) + b"\n"
+            for n in range(CASES)
+        )
+        await http.post(
+            f"/api/v1/datasets/{dataset['id']}/test-cases/import",
+            content=lines,
+            headers={"content-type": "application/x-ndjson"},
+        )
+        body = {"dataset_id": dataset["id"], "agent_id": agent["id"], "concurrency": 20}
+        run = (await http.post("/api/v1/eval-runs", json=body)).json()
+        started = time.perf_counter()
+        gaps, reissued = await watch_heartbeats(database_url, run["run_id"], http)
+        final = (await http.get(f"/api/v1/eval-runs/{run['run_id']}")).json()
+    interval = STALE_S / 4
+    counts = final["counts"]
+    print(
+        f"run of {CASES} cases x {len(HOSTILE_CHECKS)} hostile patterns over 1 MB replies: "
+        f"{final['status']} in {time.perf_counter() - started:.1f} s ({counts['passed']} passed, "
+        f"{counts['failed']} failed: each has patterns refused or not run, by design)"
+    )
+    print(
+        f"heartbeats: {len(gaps)} gaps seen, longest {max(gaps, default=0):.2f} s "
+        f"(interval {interval:.1f} s; target under {interval + 1:.1f} s); "
+        f"chunks re-issued: {reissued} (target 0)"
+    )
+
+
+async def watch_heartbeats(
+    database_url: str, run_id: str, http: httpx.AsyncClient
+) -> tuple[list[float], int]:
+    """Gaps between successive heartbeats of each chunk while the run goes on."""
+    connection = await asyncpg.connect(database_url)
+    last: dict[int, Any] = {}
+    gaps: list[float] = []
+    try:
+        while (await http.get(f"/api/v1/eval-runs/{run_id}")).json()["status"] == "running" or (
+            not last
+        ):
+            rows = await connection.fetch(
+                "SELECT chunk_no, heartbeat_at FROM run_chunks WHERE run_id = $1"
+                " AND state = 'running'",
+                run_id,
+            )
+            for row in rows:
+                previous = last.get(row["chunk_no"])
+                if previous is not None and row["heartbeat_at"] != previous:
+                    gaps.append((row["heartbeat_at"] - previous).total_seconds())
+                last[row["chunk_no"]] = row["heartbeat_at"]
+            await asyncio.sleep(0.1)
+        reissued: int = await connection.fetchval(
+            "SELECT count(*) FROM run_chunks WHERE run_id = $1 AND attempt > 1", run_id
+        )
+    finally:
+        await connection.close()
+    return gaps, reissued
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario", choices=["api", "worker"])
+    parser.add_argument("--seconds", type=float, default=20)
+    args = parser.parse_args()
+    with server_urls() as (postgres_url, redis_url):
+        database_url = asyncio.run(fresh_database(postgres_url, "agentlasso_bench"))
+        env = {
+            "DATABASE_URL": database_url, "REDIS_URL": redis_url,
+            "AGENTLASSO_SECRET_KEY": SECRET_KEY, "AGENTLASSO_ALLOW_PRIVATE_AGENTS": "1",
+            "AGENTLASSO_QUEUE": f"agentlasso:bench:{os.getpid()}",
+            "AGENTLASSO_CHUNK_STALE_S": str(STALE_S),
+        }  # fmt: skip
+        try:
+            with api_process(database_url, redis_url, env) as (base_url, _pid):
+                key = new_key(database_url)
+                if args.scenario == "api":
+                    asyncio.run(api_scenario(base_url, key, args.seconds))
+                    return
+                with hostile_agent(1_000_000) as agent_url, worker_process(env, 100):
+                    asyncio.run(worker_scenario(base_url, key, database_url, agent_url))
+        finally:
+            asyncio.run(drop_database(postgres_url, database_url))
+
+
+if __name__ == "__main__":
+    main()
