@@ -42,6 +42,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     agent_max_body_bytes: int = 1024 * 1024
     agent_max_attempts: int = 3
     agent_retry_after_cap_s: float = 10.0
+    # A concurrency slot (an agent's max_concurrency, the judge's) is leased for this long and
+    # renewed while its call runs; a dead worker's slot comes free after one lease at most.
+    slot_lease_s: float = 30.0
     # `agentlasso dev` only: the API also serves the demo support bot.
     demo_agent: bool = False
     # The AI judge. No key: judge checks are not graded, and no call is made.
@@ -131,6 +134,7 @@ def load_settings() -> Settings:
         agent_max_body_bytes=_int_env("AGENTLASSO_AGENT_MAX_BODY_BYTES", 1024 * 1024),
         agent_max_attempts=_int_env("AGENTLASSO_AGENT_MAX_ATTEMPTS", 3),
         agent_retry_after_cap_s=_float_env("AGENTLASSO_AGENT_RETRY_AFTER_CAP_S", 10.0),
+        slot_lease_s=_float_env("AGENTLASSO_SLOT_LEASE_S", 30.0),
         demo_agent=_bool_env("AGENTLASSO_DEMO_AGENT"),
         anthropic_api_key=os.environ.get("ANTHROPIC_API_KEY") or None,
         anthropic_base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,

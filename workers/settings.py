@@ -76,15 +76,13 @@ def make_judge(state: WorkerState) -> Judge | None:
             f"AGENTLASSO_JUDGE_MODEL {settings.judge_model!r} has no price: add it with "
             "AGENTLASSO_JUDGE_PRICES='{\"<model>\": [input_usd, output_usd]}' (per million tokens)."
         )
-    attempts = settings.judge_max_attempts
-    lease_s = (settings.judge_timeout_s + settings.judge_retry_after_cap_s) * attempts + 5
 
     rpm = settings.judge_requests_per_minute
     pacer = RatePacer(state.redis, f"{settings.queue_name}:judge-rate", rpm) if rpm else None
 
     @contextlib.asynccontextmanager
     async def slot() -> AsyncIterator[None]:
-        async with state.limiter.slot("judge", settings.judge_concurrency, lease_s):
+        async with state.limiter.slot("judge", settings.judge_concurrency):
             if pacer is not None:
                 await pacer.turn()
             yield

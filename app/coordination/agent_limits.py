@@ -1,13 +1,16 @@
 """An agent's `max_concurrency`, held across every worker process: a lease semaphore in Redis.
 
-Each call in flight holds a lease (a member of a sorted set scored by its expiry). A worker that
-dies without releasing leaks nothing for long: expired leases are swept on the next acquire.
+Each call in flight holds a lease (a member of a sorted set scored by its expiry), renewed while
+the call runs, however long that is (an agent's timeout, times its attempts, plus the waits
+between them). A worker that dies without releasing leaks its slot for one lease at most:
+expired leases are swept on the next acquire.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import time
 import uuid
@@ -15,6 +18,8 @@ from collections.abc import AsyncIterator
 from uuid import UUID
 
 from redis.asyncio import Redis
+
+log = logging.getLogger("agentlasso.limits")
 
 _ACQUIRE = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
@@ -25,40 +30,69 @@ if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
 end
 return 0
 """
+# Only a lease still held is extended: one swept (its worker stalled past it) stays gone.
+_RENEW = """
+local renewed = redis.call('ZADD', KEYS[1], 'XX', 'CH', ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return renewed
+"""
 _RETRY_S = 0.02
+# A lease lasts this long unless renewed; it is renewed three times in that span.
+DEFAULT_LEASE_S = 30.0
 
 
 class AgentLimiter:
     """Acquire a slot of an agent's max_concurrency before calling it."""
 
-    def __init__(self, redis: Redis, prefix: str) -> None:
+    def __init__(self, redis: Redis, prefix: str, lease_s: float = DEFAULT_LEASE_S) -> None:
         self.redis = redis
         self.prefix = prefix
+        self.lease_ms = int(lease_s * 1000)
         self._acquire = redis.register_script(_ACQUIRE)
+        self._renew = redis.register_script(_RENEW)
 
     @contextlib.asynccontextmanager
-    async def slot(
-        self, holder: UUID | str, limit: int | None, lease_s: float
-    ) -> AsyncIterator[None]:
+    async def slot(self, holder: UUID | str, limit: int | None) -> AsyncIterator[None]:
         """Hold one of `limit` slots of an agent (or of the judge) while the block runs."""
         if limit is None:
             yield
             return
         key = f"{self.prefix}:slots:{holder}"
         token = uuid.uuid4().hex
-        await self._wait_for_slot(key, token, limit, lease_s)
+        await self._wait_for_slot(key, token, limit)
+        renewing = asyncio.create_task(self._keep(key, token))
         try:
             yield
         finally:
+            renewing.cancel()
             with contextlib.suppress(Exception):  # an unreleased lease expires by itself
                 await self.redis.zrem(key, token)
 
-    async def _wait_for_slot(self, key: str, token: str, limit: int, lease_s: float) -> None:
-        lease_ms = int(lease_s * 1000)
+    async def _wait_for_slot(self, key: str, token: str, limit: int) -> None:
         while True:
             now_ms = int(time.time() * 1000)
-            args: list[int | str] = [now_ms, now_ms + lease_ms, limit, token, lease_ms * 2]
+            args: list[int | str] = [
+                now_ms,
+                now_ms + self.lease_ms,
+                limit,
+                token,
+                self.lease_ms * 2,
+            ]
             if await self._acquire(keys=[key], args=args):
                 return
             # Jitter, so waiting workers do not retry in lockstep.
             await asyncio.sleep(_RETRY_S * (1 + random.random()))  # noqa: S311
+
+    async def _keep(self, key: str, token: str) -> None:
+        """Extend the lease while the block runs, so a long call keeps its slot."""
+        while True:
+            await asyncio.sleep(self.lease_ms / 3000)
+            expiry_ms = int(time.time() * 1000) + self.lease_ms
+            try:
+                held = await self._renew(keys=[key], args=[expiry_ms, token, self.lease_ms * 2])
+            except Exception:  # Redis away for a moment: the next renewal tries again
+                log.warning("could not renew a concurrency lease; retrying", exc_info=True)
+                continue
+            if not held:
+                log.warning("a concurrency lease expired before it was renewed (%s)", key)
+                return

@@ -44,10 +44,7 @@ class WorkerState:
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         # Agent calls in flight in this process, across all its lanes and runs.
         self.calls = asyncio.Semaphore(concurrency)
-        self.limiter = AgentLimiter(redis, settings.queue_name)
-        # An agent slot is leased for the longest a call can take: every attempt and wait.
-        attempts = settings.agent_max_attempts
-        self.lease_s = (settings.agent_timeout_s + settings.agent_retry_after_cap_s) * attempts + 5
+        self.limiter = AgentLimiter(redis, settings.queue_name, settings.slot_lease_s)
         self.held: set[tuple[UUID, int]] = set()
         # Runs whose judge key was refused, seen by this worker before the run row says so.
         self.judge_stopped: dict[UUID, str] = {}

@@ -300,3 +300,20 @@ async def test_a_reply_holding_nul_is_stored_once_and_graded(
     [result] = await all_results(client, run["run_id"])
     assert result["actual_output"] == NUL_REPLY["output"]
     assert result["actual_tool_calls"] == NUL_REPLY["tool_calls"]
+
+
+async def test_max_concurrency_holds_for_calls_longer_than_a_lease(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    # Before: a lease lasted a fixed time (125 s by default, shorter than a slow agent's
+    # timeout times its attempts), so a call outliving it freed its slot for another call.
+    # Here leases last 1 s and each call 2.5 s: only renewing them keeps the limit.
+    fake_agent.delay_s = 2.5
+    for _ in range(2):
+        workers.start(extra_env={"AGENTLASSO_SLOT_LEASE_S": "1"})
+    agent_id = await register_agent(client, fake_agent.url, max_concurrency=2, timeout_s=10)
+    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(6)])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=6)
+    final = await wait_final(client, run["run_id"])
+    assert final["counts"]["done"] == 6 and final["status"] == "completed"
+    assert fake_agent.most_in_flight == 2
