@@ -29,6 +29,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_body_bytes: int = 10 * 1024 * 1024
     max_import_bytes: int = 512 * 1024 * 1024
     max_import_lines: int = 1_000_000
+    # Long-polls, event streams and CI batches waiting on runs that one API process holds, in
+    # all and for one project: past these a new one is a 503 with Retry-After.
+    max_waiters: int = 5_000
+    max_waiters_per_project: int = 1_000
     # The time grading may take for one request (a CI batch, a preview, a worker's chunk):
     # regular expressions not run by then are not graded, saying so.
     grading_budget_s: float = 5.0
@@ -127,6 +131,8 @@ def load_settings() -> Settings:
         max_import_bytes=_int_env("AGENTLASSO_MAX_IMPORT_BYTES", 512 * 1024 * 1024),
         max_import_lines=_int_env("AGENTLASSO_MAX_IMPORT_LINES", 1_000_000),
         grading_budget_s=_float_env("AGENTLASSO_GRADING_BUDGET_S", 5.0),
+        max_waiters=_int_env("AGENTLASSO_MAX_WAITERS", 5_000),
+        max_waiters_per_project=_int_env("AGENTLASSO_MAX_WAITERS_PER_PROJECT", 1_000),
         queue_name=os.environ.get("AGENTLASSO_QUEUE") or "agentlasso:queue",
         secret_key=os.environ.get("AGENTLASSO_SECRET_KEY") or None,
         allow_private_agents=_bool_env("AGENTLASSO_ALLOW_PRIVATE_AGENTS"),

@@ -58,7 +58,9 @@ async def open_platform(settings: Settings) -> Platform:
         max_size=settings.db_pool_max,
         acquire_timeout_s=settings.db_acquire_timeout_s,
     )
-    watcher = RunWatcher(settings.database_url, pool)
+    watcher = RunWatcher(
+        settings.database_url, pool, settings.max_waiters, settings.max_waiters_per_project
+    )
     await watcher.start()
     agent_client = AgentClient(
         max_connections=20,

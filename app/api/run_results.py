@@ -5,11 +5,18 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import Controller, Response, get, post
+from litestar import Controller, MediaType, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
+from app.api.pagination import (
+    DEFAULT_LIMIT,
+    check_limit,
+    decode_cursor,
+    encode_cursor,
+    parse_id,
+)
 from app.api.runs import RunGate, gate_fields
 from app.domain.agent_calls import Attempt
 from app.domain.case_results import StoredResult as DomainStoredResult
@@ -20,6 +27,10 @@ from app.services.ci_results import PostedResult
 
 # Results come in batches; a batch of 10,000 cases with their replies fits well within this.
 MAX_RESULTS_BODY_BYTES = 32 * 1024 * 1024
+# A page of results ends before it grows past this (replies may be a megabyte each), with at
+# least one result on it; next_cursor continues from there.
+MAX_PAGE_BYTES = 8 * 1024 * 1024
+_encoder = msgspec.json.Encoder()
 Outcome = Literal["passed", "failed", "not_graded"]
 
 
@@ -115,13 +126,32 @@ def stored_result_out(stored: DomainStoredResult) -> StoredResult:
     )
 
 
+def _page_bytes(page: list[DomainStoredResult], limit: int) -> bytes:
+    """A ResultPage's JSON, its items cut at `limit` or before MAX_PAGE_BYTES."""
+    items: list[bytes] = []
+    size = 0
+    for stored in page[:limit]:
+        item = _encoder.encode(stored_result_out(stored))
+        if items and size + len(item) > MAX_PAGE_BYTES:
+            break
+        items.append(item)
+        size += len(item)
+    more = len(items) < len(page)
+    cursor = encode_cursor(page[len(items) - 1].seq) if more and items else None
+    return b'{"items":[' + b",".join(items) + b'],"next_cursor":' + _encoder.encode(cursor) + b"}"
+
+
 class RunResultsController(Controller):
     """The case results of one run, a page at a time."""
 
     path = "/eval-runs/{run_id:str}/results"
     tags = ("runs",)
 
-    @get(operation_id="listRunResults")
+    @get(
+        operation_id="listRunResults",
+        # The page is encoded as it is filled (to stop short of MAX_PAGE_BYTES): its shape.
+        responses={200: ResponseSpec(data_container=ResultPage, description="A page of results")},
+    )
     async def results(
         self,
         platform: PlatformDep,
@@ -130,17 +160,15 @@ class RunResultsController(Controller):
         outcome: FromQuery[Outcome | None] = None,
         limit: FromQuery[int] = DEFAULT_LIMIT,
         cursor: FromQuery[str | None] = None,
-    ) -> ResultPage:
-        """The run's case results with what the agent did, a page at a time."""
+    ) -> Response[bytes]:
+        """The run's case results with what the agent did, a page at a time (a page holds
+        `limit` results, or fewer when they would pass 8 MiB)."""
         limit = check_limit(limit)
         page = await runs.list_results(
             platform, project_id, parse_id(run_id, "run"), decode_cursor(cursor), outcome,
             limit + 1,
         )  # fmt: skip
-        return ResultPage(
-            items=[stored_result_out(stored) for stored in page[:limit]],
-            next_cursor=next_cursor([stored.seq for stored in page], limit),
-        )
+        return Response(content=_page_bytes(page, limit), media_type=MediaType.JSON)
 
 
 class PostedResultsController(Controller):

@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import msgspec
-from litestar import Controller, Response, get, post
+from litestar import Controller, MediaType, Response, get, post
 from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
-from litestar.response import ServerSentEvent, ServerSentEventMessage
+from litestar.response import ServerSentEvent, ServerSentEventMessage, Stream
 
 from app.api.auth import PlatformDep, ProjectId
 from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
@@ -21,10 +21,15 @@ from app.domain.test_cases import CaseInput, EvaluationType, PinnedCase
 from app.errors import FieldError, InvalidInput
 from app.grading import plan_case
 from app.services import runs, start_run
+from app.services.platform import Platform
 from app.services.run_events import run_events
 
 # A long-poll may last this long at most.
 MAX_WAIT_S = 120
+# The cases of a new CI-mode run are read and sent this many at a time.
+CASES_PER_PAGE = 500
+_encoder = msgspec.json.Encoder()
+RECONNECT_MS = 2000
 RunStatus = domain.RunStatus
 IdempotencyKey = Annotated[
     str | None, HeaderParameter(name="Idempotency-Key", max_length=255, required=False)
@@ -204,6 +209,33 @@ def run_test_case(case: PinnedCase, dataset: Dataset) -> RunTestCase:
     )
 
 
+async def _ci_run_body(
+    platform: Platform, run: domain.Run, dataset: Dataset
+) -> AsyncIterator[bytes]:
+    """The CreatedCiRun JSON, its test_cases written out a page of cases at a time."""
+    head = _encoder.encode(
+        CreatedCiRun(
+            run_id=str(run.id),
+            status=run.status,
+            pass_threshold=run.pass_threshold,
+            total=run.total,
+            test_cases=[],
+        )
+    )
+    assert head.endswith(b"[]}"), "test_cases is the last field"
+    yield head[:-2]
+    separator = b""
+    batch: list[bytes] = []
+    async for case in start_run.pinned_cases(platform, run.id, CASES_PER_PAGE):
+        batch.append(_encoder.encode(run_test_case(case, dataset)))
+        if len(batch) == CASES_PER_PAGE:
+            yield separator + b",".join(batch)
+            separator, batch = b",", []
+    if batch:
+        yield separator + b",".join(batch)
+    yield b"]}"
+
+
 async def _sse_messages(
     first: tuple[str, domain.Run | None], rest: AsyncIterator[tuple[str, domain.Run | None]]
 ) -> AsyncIterator[ServerSentEventMessage]:
@@ -216,7 +248,9 @@ async def _sse_messages(
 def _message(kind: str, run: domain.Run | None) -> ServerSentEventMessage:
     if run is None:
         return ServerSentEventMessage(comment="keepalive")
-    return ServerSentEventMessage(event=kind, data=msgspec.json.encode(run_out(run)).decode())
+    data = msgspec.json.encode(run_out(run)).decode()
+    # `retry`: how soon EventSource reconnects when a stream ends before the run does.
+    return ServerSentEventMessage(event=kind, data=data, retry=RECONNECT_MS)
 
 
 def _wait_s(wait_s: float | None) -> float:
@@ -262,7 +296,7 @@ class RunController(Controller):
         project_id: ProjectId,
         data: JSONBody[RunCreate],
         idempotency_key: IdempotencyKey = None,
-    ) -> Response[CreatedCiRun | CreatedServerRun]:
+    ) -> Response[CreatedCiRun | CreatedServerRun] | Stream:
         """Start a run: with agent_id the platform calls the agent, else your CI does."""
         started = await start_run.start_run(platform, project_id, _new_run(data), idempotency_key)
         headers = {"idempotent-replayed": "true"} if started.replayed else {}
@@ -270,15 +304,9 @@ class RunController(Controller):
         if run.mode == "server":
             server_body = CreatedServerRun(**_run_fields(run), total=run.total)
             return Response(server_body, status_code=201, headers=headers)
-        cases = await start_run.pinned_cases(platform, run.id)
-        body = CreatedCiRun(
-            run_id=str(run.id),
-            status=run.status,
-            pass_threshold=run.pass_threshold,
-            total=run.total,
-            test_cases=[run_test_case(case, started.dataset) for case in cases],
-        )
-        return Response(body, status_code=201, headers=headers)
+        # However many cases the dataset has, the answer is streamed a page at a time.
+        body = _ci_run_body(platform, started.run, started.dataset)
+        return Stream(body, status_code=201, headers=headers, media_type=MediaType.JSON)
 
     @get(operation_id="listRuns")
     async def list(

@@ -27,6 +27,8 @@ CHANNEL = "agentlasso_runs"
 RECONNECT_S = 1.0
 
 
+
+
 class RunEvent(msgspec.Struct, frozen=True):
     """What a waiter is woken with: the run as it now stands, or the process shutting down."""
 
@@ -34,13 +36,50 @@ class RunEvent(msgspec.Struct, frozen=True):
     run: Run | None = None  # None on shutdown
 
 
-class RunWatcher:
-    """Subscriptions to runs, fed by one LISTEN connection."""
+class Subscription:
+    """The latest event of a run for one waiter: a waiter that reads slowly costs no more
+    memory than one that keeps up, since a newer event replaces one not yet read."""
 
-    def __init__(self, database_url: str, pool: asyncpg.Pool) -> None:
+    __slots__ = ("_event", "_ready")
+
+    def __init__(self) -> None:
+        self._event: RunEvent | None = None
+        self._ready = asyncio.Event()
+
+    def put(self, event: RunEvent) -> None:
+        """Replace the unread event, unless it already ends the wait (final, shutdown)."""
+        unread = self._event
+        if unread is not None and unread.kind in ("final", "shutdown") and event.kind != "shutdown":
+            return
+        self._event = event
+        self._ready.set()
+
+    async def get(self) -> RunEvent:
+        """The latest event, once there is one."""
+        await self._ready.wait()
+        self._ready.clear()
+        event, self._event = self._event, None
+        assert event is not None
+        return event
+
+
+class RunWatcher:
+    """Subscriptions to runs, fed by one LISTEN connection; `max_waiters` of them at most (long-
+    polls, event streams, CI batches awaiting verdicts), `max_waiters_per_project` per project."""
+
+    def __init__(
+        self,
+        database_url: str,
+        pool: asyncpg.Pool,
+        max_waiters: int,
+        max_waiters_per_project: int,
+    ) -> None:
         self.database_url = database_url
         self.pool = pool
-        self._subscribers: dict[UUID, set[asyncio.Queue[RunEvent]]] = {}
+        self.max_waiters = max_waiters
+        self.max_waiters_per_project = max_waiters_per_project
+        self._subscribers: dict[UUID, set[Subscription]] = {}
+        self._waiting: dict[UUID, int] = {}  # by project
         self._connection: asyncpg.Connection | None = None
         self._keeper: asyncio.Task[None] | None = None
         self._closing = False
@@ -61,25 +100,50 @@ class RunWatcher:
     def shutdown(self) -> None:
         """Wake every waiter now: the process is stopping. Safe to call more than once."""
         self._closing = True
-        for queues in self._subscribers.values():
-            for events in queues:
-                events.put_nowait(RunEvent("shutdown"))
+        for subscriptions in self._subscribers.values():
+            for subscription in subscriptions:
+                subscription.put(RunEvent("shutdown"))
+
+    @property
+    def waiters(self) -> int:
+        """Waiters this process holds now."""
+        return sum(self._waiting.values())
 
     @contextlib.asynccontextmanager
-    async def subscribe(self, run_id: UUID) -> AsyncIterator[asyncio.Queue[RunEvent]]:
-        """A queue of the run's events for as long as the block runs."""
-        events: asyncio.Queue[RunEvent] = asyncio.Queue()
+    async def subscribe(self, run_id: UUID, project_id: UUID) -> AsyncIterator[Subscription]:
+        """The run's latest events for as long as the block runs; Unavailable when this process
+        (or the project here) already holds as many waiters as it may."""
+        self._admit(project_id)
+        subscription = Subscription()
         if self._closing:
-            events.put_nowait(RunEvent("shutdown"))
-        self._subscribers.setdefault(run_id, set()).add(events)
+            subscription.put(RunEvent("shutdown"))
+        self._subscribers.setdefault(run_id, set()).add(subscription)
+        self._waiting[project_id] = self._waiting.get(project_id, 0) + 1
         try:
-            yield events
+            yield subscription
         finally:
+            self._waiting[project_id] -= 1
+            if not self._waiting[project_id]:
+                del self._waiting[project_id]
             waiting = self._subscribers.get(run_id)
             if waiting is not None:
-                waiting.discard(events)
+                waiting.discard(subscription)
                 if not waiting:
                     del self._subscribers[run_id]
+
+    def _admit(self, project_id: UUID) -> None:
+        if self.waiters >= self.max_waiters:
+            raise Unavailable(
+                "This server holds as many waiting requests as it can; wait a little and retry, "
+                "or poll without wait_s.",
+                retry_after_s=5,
+            )
+        if self._waiting.get(project_id, 0) >= self.max_waiters_per_project:
+            raise Unavailable(
+                f"Your project already has {self.max_waiters_per_project} requests waiting on "
+                "runs in this server; wait a little and retry.",
+                retry_after_s=5,
+            )
 
     async def _listen(self) -> None:
         # A dedicated connection, not the pool's: releasing a pooled connection runs UNLISTEN.
@@ -117,5 +181,5 @@ class RunWatcher:
         except (OSError, asyncpg.PostgresError, Unavailable):
             log.warning("could not read run %s after a notification", run_id, exc_info=True)
             return
-        for events in self._subscribers.get(run_id, ()):
-            events.put_nowait(RunEvent(kind, run))
+        for subscription in self._subscribers.get(run_id, ()):
+            subscription.put(RunEvent(kind, run))

@@ -97,14 +97,15 @@ ORDER BY seq DESC
 LIMIT $5
 """
 
-_PINNED_CASES = """
+_PINNED_PAGE = """
 SELECT p.position, p.test_case_id, p.revision_id, r.input, r.checks_version, r.checks,
        r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
        r.description
 FROM eval_run_cases p
 JOIN test_case_revisions r ON r.id = p.revision_id
-WHERE p.run_id = $1
+WHERE p.run_id = $1 AND p.position > $2
 ORDER BY p.position
+LIMIT $3
 """
 
 _PINNED_CASES_BY_ID = """
@@ -241,9 +242,12 @@ async def list_runs(
     return [Run(**row) for row in rows]
 
 
-async def pinned_cases(executor: Executor, run_id: UUID) -> list[PinnedCase]:
-    """Every case the run grades, at its pinned revision, in dataset order."""
-    return [_pinned(row) for row in await executor.fetch(_PINNED_CASES, run_id)]
+async def pinned_page(
+    executor: Executor, run_id: UUID, after_position: int, limit: int
+) -> list[PinnedCase]:
+    """A page of the run's pinned cases in dataset order, after a position."""
+    rows = await executor.fetch(_PINNED_PAGE, run_id, after_position, limit)
+    return [_pinned(row) for row in rows]
 
 
 async def pinned_cases_by_id(

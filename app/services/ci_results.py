@@ -9,7 +9,7 @@ from uuid import UUID
 
 import msgspec
 
-from app.coordination.run_watch import RunEvent
+from app.coordination.run_watch import Subscription
 from app.db import case_results
 from app.db import chunks as chunk_rows
 from app.db import runs as run_rows
@@ -221,7 +221,7 @@ async def record_and_judge(
     settings = platform.settings
     case_ids = [UUID(case.test_case_id) for case in batch.graded]
     limit_s = settings.judge_wait_s if wait_s is None else min(wait_s, MAX_JUDGE_WAIT_S)
-    async with platform.watcher.subscribe(run_id) as events:
+    async with platform.watcher.subscribe(run_id, project_id) as events:
         # Subscribed before the work is queued, so no verdict can land unseen.
         await enqueue_quietly(platform.queue, settings.queue_name, batch.judge_work)
         judged = await _verdicts_in(platform, events, run_id, case_ids, limit_s)
@@ -238,7 +238,7 @@ async def record_and_judge(
 
 async def _verdicts_in(
     platform: Platform,
-    events: asyncio.Queue[RunEvent],
+    events: Subscription,
     run_id: UUID,
     case_ids: list[UUID],
     limit_s: float,

@@ -76,7 +76,7 @@ async def wait_for_run(platform: Platform, project_id: UUID, run_id: UUID, wait_
     run = await get_run(platform, project_id, run_id)
     if run.is_final or wait_s <= 0:
         return run
-    async with platform.watcher.subscribe(run_id) as events:
+    async with platform.watcher.subscribe(run_id, project_id) as events:
         # Read again once subscribed: the run may have ended between the first read and now.
         run = await get_run(platform, project_id, run_id)
         deadline = asyncio.get_running_loop().time() + wait_s

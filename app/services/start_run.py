@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import math
 import uuid
+from collections.abc import AsyncIterator
 from uuid import UUID
 
 import msgspec
@@ -79,9 +80,14 @@ async def start_run(
     return await _start_server_run(platform, project_id, request, idempotency_key)
 
 
-async def pinned_cases(platform: Platform, run_id: UUID) -> list[PinnedCase]:
-    """The run's cases at their pinned revisions, in dataset order."""
-    return await run_rows.pinned_cases(platform.pool, run_id)
+async def pinned_cases(platform: Platform, run_id: UUID, page: int) -> AsyncIterator[PinnedCase]:
+    """The run's cases at their pinned revisions, in dataset order, fetched `page` at a time
+    with a connection held for each page's query only (a client may read the list slowly)."""
+    after = 0
+    while cases := await run_rows.pinned_page(platform.pool, run_id, after, page):
+        for case in cases:
+            yield case
+        after = cases[-1].position
 
 
 async def _start_ci_run(

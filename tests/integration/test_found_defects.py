@@ -3,7 +3,7 @@
 Numbers follow the review's list (issue 9): 1 hostile regular expressions, 2 slow clients
 exhausting the database pool, 3 a header value leaking, 5 a NUL in a reply, 6 deleting a
 dataset that has runs, 7 odd numbers and text, 8 write-only headers read back by moving the
-URL, 11 a global judge cache, 12 the rest of the hardening.
+URL, 10 unbounded responses, 11 a global judge cache, 12 the rest of the hardening.
 """
 
 from __future__ import annotations
@@ -425,6 +425,73 @@ async def test_moving_the_url_to_another_origin_needs_the_headers_again(
 def fake_agent_pair() -> Any:
     with running_fake_agent() as first, running_fake_agent() as second:
         yield first, second
+
+
+# --- 10. Unbounded responses ------------------------------------------------------------------
+
+
+async def test_a_ci_run_of_many_cases_lists_every_case_in_order(client: httpx.AsyncClient) -> None:
+    # The list is streamed a page at a time instead of built whole in memory.
+    dataset = await create_dataset(client, data_context={"region": "eu"})
+    lines = b"".join(
+        msgspec.json.encode({"input": f"case {n}", "description": f"d{n}"}) + b"\n"
+        for n in range(1_203)
+    )
+    imported = await client.post(
+        f"/api/v1/datasets/{dataset['id']}/test-cases/import",
+        content=lines,
+        headers={"content-type": "application/x-ndjson"},
+    )
+    assert imported.status_code == 201
+    created = await client.post("/api/v1/eval-runs", json={"dataset_id": dataset["id"]})
+    assert created.status_code == 201
+    run = created.json()
+    assert run["total"] == 1_203 and run["status"] == "awaiting_results"
+    assert [case["input"] for case in run["test_cases"]] == [f"case {n}" for n in range(1_203)]
+    assert {case["data_context"]["region"] for case in run["test_cases"]} == {"eu"}
+
+
+async def test_a_results_page_stops_before_eight_mebibytes(client: httpx.AsyncClient) -> None:
+    dataset = await create_dataset(client)
+    for n in range(12):
+        await case_in(client, dataset["id"], description=str(n))
+    created = (await client.post("/api/v1/eval-runs", json={"dataset_id": dataset["id"]})).json()
+    big = "x" * 1_000_000
+    for case in created["test_cases"]:  # one at a time: each batch is under the body limit
+        result = {"test_case_id": case["test_case_id"], "actual_output": big}
+        posted = await client.post(
+            "/api/v1/eval-run-results", json={"run_id": created["run_id"], "results": [result]}
+        )
+        assert posted.status_code == 200
+    url = f"/api/v1/eval-runs/{created['run_id']}/results"
+    first = await client.get(url, params={"limit": 50})
+    assert len(first.content) <= 8 * 1024 * 1024
+    page = first.json()
+    assert 1 <= len(page["items"]) < 12 and page["next_cursor"] is not None
+    seen = [item["test_case_id"] for item in page["items"]]
+    while page["next_cursor"]:
+        page = (await client.get(url, params={"limit": 50, "cursor": page["next_cursor"]})).json()
+        seen += [item["test_case_id"] for item in page["items"]]
+    assert sorted(seen) == sorted(case["test_case_id"] for case in created["test_cases"])
+
+
+async def test_waiters_past_the_projects_cap_get_a_503(settings: Settings, api_key: str) -> None:
+    capped = msgspec.structs.replace(settings, max_waiters_per_project=2)
+    async with (
+        serving(create_app(capped)) as url,
+        httpx.AsyncClient(base_url=url, headers={"x-api-key": api_key}, timeout=30) as client,
+    ):
+        dataset = await create_dataset(client)
+        await case_in(client, dataset["id"])
+        run = await start_run(client, dataset_id=dataset["id"])
+        path = f"/api/v1/eval-runs/{run['run_id']}"
+        waiting = [asyncio.create_task(client.get(path, params={"wait_s": 3})) for _ in range(2)]
+        await asyncio.sleep(0.5)
+        refused = await client.get(path, params={"wait_s": 3})
+        answered = await asyncio.gather(*waiting)
+    body = assert_problem(refused, 503)
+    assert refused.headers["retry-after"] == "5" and "requests waiting" in body["detail"]
+    assert [answer.status_code for answer in answered] == [200, 200]
 
 
 # --- 12. The rest of the hardening -------------------------------------------------------------
