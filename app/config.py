@@ -33,6 +33,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # all and for one project: past these a new one is a 503 with Retry-After.
     max_waiters: int = 5_000
     max_waiters_per_project: int = 1_000
+    # Requests a second each API key may make (sustained), and how many it may save up.
+    rate_limit_per_s: float = 100.0
+    rate_limit_burst: int = 1_000
+    # Per-project quotas: server-mode runs going on at once, a run's concurrency, agent calls a
+    # minute to one host (across every worker), and test cases in one dataset.
+    quota_active_runs: int = 50
+    quota_run_concurrency: int = 1_000
+    quota_agent_host_calls_per_min: int = 60_000
+    quota_dataset_cases: int = 1_000_000
     # The time grading may take for one request (a CI batch, a preview, a worker's chunk):
     # regular expressions not run by then are not graded, saying so.
     grading_budget_s: float = 5.0
@@ -131,6 +140,14 @@ def load_settings() -> Settings:
         max_import_bytes=_int_env("AGENTLASSO_MAX_IMPORT_BYTES", 512 * 1024 * 1024),
         max_import_lines=_int_env("AGENTLASSO_MAX_IMPORT_LINES", 1_000_000),
         grading_budget_s=_float_env("AGENTLASSO_GRADING_BUDGET_S", 5.0),
+        rate_limit_per_s=_float_env("AGENTLASSO_RATE_LIMIT_PER_S", 100.0),
+        rate_limit_burst=_int_env("AGENTLASSO_RATE_LIMIT_BURST", 1_000),
+        quota_active_runs=_int_env("AGENTLASSO_QUOTA_ACTIVE_RUNS", 50),
+        quota_run_concurrency=_int_env("AGENTLASSO_QUOTA_RUN_CONCURRENCY", 1_000),
+        quota_agent_host_calls_per_min=_int_env(
+            "AGENTLASSO_QUOTA_AGENT_HOST_CALLS_PER_MIN", 60_000
+        ),
+        quota_dataset_cases=_int_env("AGENTLASSO_QUOTA_DATASET_CASES", 1_000_000),
         max_waiters=_int_env("AGENTLASSO_MAX_WAITERS", 5_000),
         max_waiters_per_project=_int_env("AGENTLASSO_MAX_WAITERS_PER_PROJECT", 1_000),
         queue_name=os.environ.get("AGENTLASSO_QUEUE") or "agentlasso:queue",

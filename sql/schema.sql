@@ -81,6 +81,7 @@ CREATE TABLE datasets (
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     updated_at timestamp with time zone NOT NULL DEFAULT now(),
     deleted_at timestamp with time zone,
+    case_count integer NOT NULL DEFAULT 0,
     CONSTRAINT datasets_id_project_key UNIQUE (id, project_id),
     CONSTRAINT datasets_pkey PRIMARY KEY (id),
     CONSTRAINT datasets_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
@@ -149,6 +150,7 @@ CREATE TABLE eval_runs (
 );
 CREATE INDEX eval_runs_dataset_seq_idx ON eval_runs USING btree (dataset_id, seq DESC);
 CREATE UNIQUE INDEX eval_runs_idempotency_key_idx ON eval_runs USING btree (project_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+CREATE INDEX eval_runs_project_active_idx ON eval_runs USING btree (project_id) WHERE (status <> ALL (ARRAY['completed'::text, 'cancelled'::text, 'failed'::text]));
 CREATE INDEX eval_runs_project_seq_idx ON eval_runs USING btree (project_id, seq DESC);
 
 CREATE TABLE judge_cache (

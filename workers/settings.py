@@ -12,7 +12,7 @@ from uuid import UUID
 from app import queue
 from app.agents import AgentClient
 from app.config import load_settings
-from app.coordination.rate_pacer import RatePacer
+from app.coordination.rate_limits import RatePacer
 from app.db.pool import create_pool
 from app.engine.judge_calls import Judge, judge_settings
 from app.engine.judge_chunks import PgJudgeCache

@@ -132,6 +132,15 @@ def parse_agent_url(url: str) -> httpx.URL | str:
     return parsed
 
 
+def origin_of(url: str) -> tuple[str, str, int | None]:
+    """Scheme, host and port: where the calls (and the headers) of this URL go."""
+    parsed = parse_agent_url(url)
+    if isinstance(parsed, str):
+        return ("", url, None)
+    port = parsed.port or DEFAULT_PORTS.get(parsed.scheme)
+    return (parsed.scheme, parsed.host.lower(), port)
+
+
 async def check_agent_url(
     url: str, *, allow_private: bool, resolver: Resolver | None = None
 ) -> str | None:

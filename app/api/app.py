@@ -27,6 +27,7 @@ from app.api.run_results import PostedResultsController, RunResultsController
 from app.api.runs import RunController
 from app.api.test_cases import DatasetTestCaseController, TestCaseController
 from app.config import Settings, load_settings
+from app.coordination.rate_limits import TokenBucket
 from app.coordination.run_watch import RunWatcher
 from app.db.pool import create_pool
 from app.secrets_box import require_secret_key
@@ -69,13 +70,20 @@ async def open_platform(settings: Settings) -> Platform:
         max_attempts=settings.agent_max_attempts,
         retry_after_cap_s=settings.agent_retry_after_cap_s,
     )
+    redis = await queue.connect(settings.redis_url)
     return Platform(
         settings=settings,
         pool=pool,
-        queue=await queue.connect(settings.redis_url),
+        queue=redis,
         watcher=watcher,
         secret_key=secret_key,
         agent_client=agent_client,
+        request_limiter=TokenBucket(
+            redis,
+            f"{settings.queue_name}:rate",
+            settings.rate_limit_per_s,
+            settings.rate_limit_burst,
+        ),
     )
 
 

@@ -10,7 +10,7 @@ from litestar.connection import ASGIConnection
 from litestar.di import NamedDependency
 from litestar.handlers import BaseRouteHandler
 
-from app.services.api_keys import authenticate
+from app.services.api_keys import admit
 from app.services.platform import Platform
 
 # A handler parameter of this type receives the caller's project id.
@@ -33,7 +33,7 @@ async def require_api_key(
 ) -> None:
     """Guard: authenticate the caller and remember its project for the handler."""
     platform = platform_of(connection)
-    connection.state.project_id = await authenticate(platform.pool, presented_key(connection))
+    connection.state.project_id = await admit(platform, presented_key(connection))
 
 
 def provide_project_id(request: Request[Any, Any, Any]) -> UUID:

@@ -41,6 +41,8 @@ class Dataset(msgspec.Struct, kw_only=True):
     name: str
     description: str | None
     data_context: dict[str, Any] | None
+    # Its test cases now.
+    case_count: int
     created_at: datetime
     updated_at: datetime
 
@@ -59,6 +61,7 @@ def dataset_out(dataset: domain.Dataset) -> Dataset:
         name=dataset.name,
         description=dataset.description,
         data_context=dataset.data_context,
+        case_count=dataset.case_count,
         created_at=dataset.created_at,
         updated_at=dataset.updated_at,
     )

@@ -27,8 +27,6 @@ CHANNEL = "agentlasso_runs"
 RECONNECT_S = 1.0
 
 
-
-
 class RunEvent(msgspec.Struct, frozen=True):
     """What a waiter is woken with: the run as it now stands, or the process shutting down."""
 

@@ -59,6 +59,15 @@ UPDATE eval_runs SET case_count = $2, total = $2 * trials, updated_at = now() WH
 RETURNING {RUN_COLUMNS}
 """
 
+# Holds the project's row: runs of one project are started one at a time, so its quota of
+# runs going on cannot be overshot by requests racing each other.
+_ACTIVE_SERVER_RUNS = """
+WITH held AS (SELECT id FROM projects WHERE id = $1 FOR UPDATE)
+SELECT count(*) FROM eval_runs
+WHERE project_id = (SELECT id FROM held) AND mode = 'server'
+  AND status NOT IN ('completed', 'cancelled', 'failed')
+"""
+
 _SET_CHUNK_SIZE = "UPDATE eval_runs SET chunk_size = $2 WHERE id = $1"
 
 _BY_ID = f"SELECT {RUN_COLUMNS} FROM eval_runs WHERE id = $1"
@@ -180,6 +189,12 @@ async def pin_cases(connection: Connection, run_id: UUID, dataset_id: UUID) -> R
     """Pin the dataset's current revisions to the run in one statement; set its total."""
     status: str = await connection.execute(_PIN_CASES, run_id, dataset_id)
     return _run(await connection.fetchrow(_SET_TOTAL, run_id, int(status.split()[-1])))
+
+
+async def lock_active_server_runs(connection: Connection, project_id: UUID) -> int:
+    """How many server-mode runs of the project are going on, the project held until commit."""
+    count: int = await connection.fetchval(_ACTIVE_SERVER_RUNS, project_id)
+    return count
 
 
 async def set_chunk_size(connection: Connection, run_id: UUID, chunk_size: int) -> None:

@@ -76,9 +76,18 @@ WHERE d.project_id = $1 AND c.id = $2
 FOR UPDATE OF c
 """
 
+# The dataset's case count goes down with the case, in the same statement.
 _DELETE = """
-DELETE FROM test_cases c USING datasets d
-WHERE d.id = c.dataset_id AND d.project_id = $1 AND c.id = $2
+WITH gone AS (
+    DELETE FROM test_cases c USING datasets d
+    WHERE d.id = c.dataset_id AND d.project_id = $1 AND c.id = $2
+    RETURNING c.dataset_id
+)
+UPDATE datasets SET case_count = case_count - 1 WHERE id IN (SELECT dataset_id FROM gone)
+"""
+
+_COUNT_CASES = """
+UPDATE datasets SET case_count = case_count + $2 WHERE id = $1 RETURNING case_count
 """
 
 
@@ -161,4 +170,11 @@ async def add_revision(connection: Connection, revision: Sequence[Any]) -> None:
 async def delete_test_case(executor: Executor, project_id: UUID, test_case_id: UUID) -> bool:
     """Delete the live case (its revisions stay for the runs that pinned them)."""
     status: str = await executor.execute(_DELETE, project_id, test_case_id)
-    return status == "DELETE 1"
+    return status == "UPDATE 1"
+
+
+async def count_new_cases(connection: Connection, dataset_id: UUID, added: int) -> int:
+    """Add cases to the dataset's count (locking its row until the transaction ends); the
+    count it now has."""
+    count: int = await connection.fetchval(_COUNT_CASES, dataset_id, added)
+    return count

@@ -20,3 +20,5 @@ class Dataset(msgspec.Struct, frozen=True, kw_only=True):
     data_context: dict[str, Any] | None
     created_at: datetime
     updated_at: datetime
+    # Its live test cases, kept by every write of cases.
+    case_count: int

@@ -16,6 +16,9 @@ RunStatus = Literal[
 ]
 RunMode = Literal["ci", "server"]
 FINAL_STATUSES: frozenset[str] = frozenset({"completed", "cancelled", "failed"})
+# Items (agent calls) per chunk at most: large enough to amortise a chunk's queries, small
+# enough that a worker dying mid-chunk redoes little and a chunk's slowest call holds up few.
+MAX_CHUNK_SIZE = 50
 # A server-mode run whose lanes still call the agent.
 CALLING_STATUSES: frozenset[str] = frozenset({"queued", "running"})
 

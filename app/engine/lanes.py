@@ -18,6 +18,7 @@ from uuid import UUID
 import msgspec
 
 from app.agents import AgentCallResult, AgentTarget
+from app.agents.address_guard import origin_of
 from app.agents.headers import target_for
 from app.db import agents as agent_rows
 from app.db import case_results
@@ -42,6 +43,7 @@ class RunPlan(msgspec.Struct, frozen=True, kw_only=True):
     """What a lane needs to know about its run, read once per lane."""
 
     run_id: UUID
+    project_id: UUID
     total: int
     case_count: int
     chunk_size: int
@@ -119,6 +121,7 @@ async def _plan(state: WorkerState, run_id: UUID) -> RunPlan | None:
     assert run.chunk_size is not None, "a server-mode run is chunked when it is created"
     return RunPlan(
         run_id=run_id,
+        project_id=run.project_id,
         total=run.total,
         case_count=run.case_count,
         chunk_size=run.chunk_size,
@@ -148,7 +151,10 @@ async def _items(state: WorkerState, plan: RunPlan, chunk_no: int) -> list[Item]
 
 async def _results_for(state: WorkerState, plan: RunPlan, chunk_no: int) -> list[NewResult]:
     """Call the agent for the chunk's items, then grade every answer off the event loop."""
-    calls = await _calls(state, plan, await _items(state, plan, chunk_no))
+    items = await _items(state, plan, chunk_no)
+    # The project's quota of calls a minute to this agent's host, shared by every worker.
+    await state.host_pacer.turn(f"{plan.project_id}:{_host(plan.target.url)}", len(items))
+    calls = await _calls(state, plan, items)
     judge_configured = state.judge is not None
 
     def grade_all(out_of_time: Callable[[], bool]) -> list[NewResult]:
@@ -157,6 +163,12 @@ async def _results_for(state: WorkerState, plan: RunPlan, chunk_no: int) -> list
         ]
 
     return await grade_off_loop(grade_all, state.settings.grading_budget_s)
+
+
+def _host(url: str) -> str:
+    """Where calls to this URL go: its host and port."""
+    origin = origin_of(url)
+    return f"{origin[1]}:{origin[2]}"
 
 
 async def _calls(

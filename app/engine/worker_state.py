@@ -13,6 +13,8 @@ import asyncpg
 from app.agents import AgentClient
 from app.config import Settings
 from app.coordination.agent_limits import AgentLimiter
+from app.coordination.rate_limits import TokenBucket
+from app.domain.runs import MAX_CHUNK_SIZE
 from app.engine.judge_calls import Judge
 from app.queue import QueueConnection
 
@@ -45,6 +47,12 @@ class WorkerState:
         # Agent calls in flight in this process, across all its lanes and runs.
         self.calls = asyncio.Semaphore(concurrency)
         self.limiter = AgentLimiter(redis, settings.queue_name, settings.slot_lease_s)
+        # A project's calls a minute to one agent host, across every worker; a chunk takes its
+        # calls' turns at once, so the bucket holds at least a chunk's worth.
+        per_s = settings.quota_agent_host_calls_per_min / 60
+        self.host_pacer = TokenBucket(
+            redis, f"{settings.queue_name}:host-calls", per_s, max(per_s, MAX_CHUNK_SIZE)
+        )
         self.held: set[tuple[UUID, int]] = set()
         # Runs whose judge key was refused, seen by this worker before the run row says so.
         self.judge_stopped: dict[UUID, str] = {}

@@ -10,7 +10,7 @@ from uuid import UUID
 import msgspec
 
 from app.agents import AgentCallResult, check_agent_url
-from app.agents.address_guard import DEFAULT_PORTS, parse_agent_url
+from app.agents.address_guard import origin_of
 from app.agents.headers import seal_headers, target_for
 from app.db import agents as agent_rows
 from app.db.agents import AgentValues
@@ -116,22 +116,13 @@ def _refuse_headers_to_a_new_origin(current: Agent, changes: dict[str, Any]) -> 
     new_url = changes.get("url")
     if new_url is None or "headers" in changes or current.headers_encrypted is None:
         return
-    if origin(new_url) == origin(current.url):
+    if origin_of(new_url) == origin_of(current.url):
         return
     detail = (
         "The agent's headers were set for its old URL's origin: send them again with the new "
         "URL (or `headers: null` to drop them)."
     )
     raise InvalidInput(detail, [FieldError(pointer="/headers", detail=detail)])
-
-
-def origin(url: str) -> tuple[str, str, int | None]:
-    """Scheme, host and port: where the headers of a call go."""
-    parsed = parse_agent_url(url)
-    if isinstance(parsed, str):
-        return ("", url, None)
-    port = parsed.port or DEFAULT_PORTS.get(parsed.scheme)
-    return (parsed.scheme, parsed.host.lower(), port)
 
 
 async def delete_agent(platform: Platform, project_id: UUID, agent_id: UUID) -> None:

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import logging
+import math
 import secrets
 from uuid import UUID
 
+from redis.exceptions import RedisError
+
 from app.db import api_keys, projects
 from app.db.pool import Connection, Executor, connect
-from app.errors import Conflict, NotAuthenticated, NotFound
+from app.errors import Conflict, NotAuthenticated, NotFound, TooManyRequests
+from app.services.platform import Platform
+
+log = logging.getLogger("agentlasso.api_keys")
 
 KEY_PREFIX = "al_"
 # `al_` plus 8 characters: enough to tell keys apart in a listing, far too few to guess one.
@@ -52,6 +59,25 @@ async def authenticate(executor: Executor, key: str | None) -> UUID:
     project_id = await api_keys.project_for_key_hash(executor, hash_key(key))
     if project_id is None:
         raise NotAuthenticated("The API key is not valid or has been revoked.")
+    return project_id
+
+
+async def admit(platform: Platform, key: str | None) -> UUID:
+    """The project of a valid key that is within its request rate; TooManyRequests otherwise."""
+    project_id = await authenticate(platform.pool, key)
+    assert key is not None
+    try:
+        wait_s = await platform.request_limiter.take(hash_key(key).hex()[:32])
+    except (RedisError, OSError):
+        # Redis away: requests go on unlimited rather than all refused.
+        log.warning("rate limits are not applied: Redis did not answer", exc_info=True)
+        return project_id
+    if wait_s > 0:
+        per_s = platform.settings.rate_limit_per_s
+        raise TooManyRequests(
+            f"This API key made more than {per_s:g} requests a second; slow down.",
+            retry_after_s=max(1, math.ceil(wait_s)),
+        )
     return project_id
 
 

@@ -8,6 +8,7 @@ import asyncpg
 
 from app.agents import AgentClient
 from app.config import Settings
+from app.coordination.rate_limits import TokenBucket
 from app.coordination.run_watch import RunWatcher
 from app.queue import QueueConnection
 
@@ -24,3 +25,5 @@ class Platform:
     secret_key: bytes
     # Calls agents outside runs (a free try, a preview).
     agent_client: AgentClient
+    # Each API key's request rate, shared by every API process.
+    request_limiter: TokenBucket

@@ -22,16 +22,13 @@ from app.db import runs as run_rows
 from app.db.pool import Connection
 from app.db.runs import RunInsert
 from app.domain.datasets import Dataset
-from app.domain.runs import ChunkRef, Run
+from app.domain.runs import MAX_CHUNK_SIZE, ChunkRef, Run
 from app.domain.stored_text import refuse_nul
 from app.domain.test_cases import PinnedCase
-from app.errors import Conflict, FieldError, InvalidInput
+from app.errors import Conflict, FieldError, InvalidInput, TooManyRequests
 from app.queue import enqueue_quietly
 from app.services.platform import Platform
 
-# Items per chunk at most: large enough to amortise a chunk's queries, small enough that a
-# worker dying mid-chunk redoes little and that a chunk's slowest call holds up few others.
-MAX_CHUNK_SIZE = 50
 DEFAULT_CONCURRENCY = 50
 
 
@@ -111,17 +108,41 @@ async def _start_ci_run(
 async def _start_server_run(
     platform: Platform, project_id: UUID, request: NewRun, idempotency_key: str | None
 ) -> StartedRun:
+    _check_concurrency(platform, request)
     async with platform.pool.acquire() as connection, connection.transaction():
         dataset = await _dataset_to_run(connection, project_id, request.dataset_id)
         agent_limit = await _agent_limit(connection, project_id, request.agent_id)
-        concurrency = request.concurrency or min(DEFAULT_CONCURRENCY, agent_limit or 10**9)
+        concurrency = request.concurrency or min(
+            DEFAULT_CONCURRENCY, agent_limit or DEFAULT_CONCURRENCY
+        )
         values = _insert_values(project_id, request, idempotency_key, concurrency=concurrency)
         run = await run_rows.insert_run(connection, values)
         if run is None:
             return await _replay(connection, project_id, idempotency_key, request, dataset)
+        await _check_active_runs(platform, connection, project_id)
         run, lanes = await _plan_work(connection, run, request.dataset_id, concurrency)
     await enqueue_quietly(platform.queue, platform.settings.queue_name, lanes)
     return StartedRun(run=run, dataset=dataset, replayed=False)
+
+
+def _check_concurrency(platform: Platform, request: NewRun) -> None:
+    limit = platform.settings.quota_run_concurrency
+    if request.concurrency is not None and request.concurrency > limit:
+        detail = f"A run's concurrency may be at most {limit:,} in this project."
+        raise InvalidInput(detail, [FieldError(pointer="/concurrency", detail=detail)])
+
+
+async def _check_active_runs(platform: Platform, connection: Connection, project_id: UUID) -> None:
+    """TooManyRequests when the project already has as many server-mode runs going on as it may
+    (CI-mode runs wait on the client, costing the workers nothing, so they do not count)."""
+    limit = platform.settings.quota_active_runs
+    # The new run is among those counted (its insert is part of this transaction).
+    if await run_rows.lock_active_server_runs(connection, project_id) > limit:
+        raise TooManyRequests(
+            f"Your project has {limit} runs going on, the most it may at once: wait for one "
+            "to end, or cancel one.",
+            retry_after_s=30,
+        )
 
 
 def _insert_values(

@@ -10,11 +10,12 @@ import msgspec
 
 from app.db import datasets as dataset_rows
 from app.db import test_cases as case_rows
+from app.db.pool import Connection
 from app.domain.checks import OutputContains, OutputNotContains, assign_check_ids
 from app.domain.checks import duplicate_check_ids as find_duplicate_ids
 from app.domain.stored_text import nul_problems
 from app.domain.test_cases import TestCase, TestCaseContent
-from app.errors import FieldError, InvalidInput, NotFound
+from app.errors import Conflict, FieldError, InvalidInput, NotFound
 from app.grading import EXPECTATION_ID, regex_compile_error
 from app.services.platform import Platform
 
@@ -82,6 +83,7 @@ async def create_test_case(
             raise NotFound("No dataset with this id in your project.")
         values = case_rows.revision_values(uuid.uuid4(), test_case_id, dataset_id, 1, content)
         await case_rows.insert_test_case(connection, values)
+        await count_new_cases(platform, connection, dataset_id, 1)
         case = await case_rows.get_test_case(connection, project_id, test_case_id)
     assert case is not None
     return case, regex_warnings(content)
@@ -126,6 +128,19 @@ async def list_test_cases(
     if await dataset_rows.get_dataset(platform.pool, project_id, dataset_id) is None:
         raise NotFound("No dataset with this id in your project.")
     return await case_rows.list_test_cases(platform.pool, dataset_id, after_seq, limit)
+
+
+async def count_new_cases(
+    platform: Platform, connection: Connection, dataset_id: UUID, added: int
+) -> None:
+    """Count cases added to a dataset; Conflict when that takes it over the project quota."""
+    count = await case_rows.count_new_cases(connection, dataset_id, added)
+    limit = platform.settings.quota_dataset_cases
+    if count > limit:
+        raise Conflict(
+            f"A dataset may hold {limit:,} test cases; this would make it {count:,}. "
+            "Split the cases over several datasets."
+        )
 
 
 async def delete_test_case(platform: Platform, project_id: UUID, test_case_id: UUID) -> None:

@@ -23,7 +23,7 @@ from app.errors import (
     field_error_from_msgspec,
 )
 from app.services.platform import Platform
-from app.services.test_cases import content_problems, prepare_content
+from app.services.test_cases import content_problems, count_new_cases, prepare_content
 
 COPY_BATCH = 5_000
 EXPORT_PAGE = 1_000
@@ -130,6 +130,7 @@ async def import_test_cases(
             if await dataset_rows.lock_for_run(connection, project_id, dataset_id) is None:
                 raise NotFound("No dataset with this id in your project.")
             await _copy(connection, dataset_id, validator.contents())
+            await count_new_cases(platform, connection, dataset_id, validator.valid)
     return validator.valid
 
 

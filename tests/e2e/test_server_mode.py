@@ -317,3 +317,17 @@ async def test_max_concurrency_holds_for_calls_longer_than_a_lease(
     final = await wait_final(client, run["run_id"])
     assert final["counts"]["done"] == 6 and final["status"] == "completed"
     assert fake_agent.most_in_flight == 2
+
+
+async def test_calls_a_minute_to_one_agent_host_are_paced_per_project(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    # 600 a minute is 10 a second, with a chunk's worth (50) saved up: 110 calls take 6 s.
+    workers.start(extra_env={"AGENTLASSO_QUOTA_AGENT_HOST_CALLS_PER_MIN": "600"})
+    agent_id = await register_agent(client, fake_agent.url)
+    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(110)])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=100)
+    final = await wait_final(client, run["run_id"])
+    assert final["status"] == "completed" and final["counts"]["done"] == 110
+    arrived = sorted(at for at, _ in fake_agent.arrivals)
+    assert arrived[-1] - arrived[0] >= 5.0, "60 calls past the first 50 came at 10 a second"
