@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import msgspec
 
@@ -40,8 +41,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # minute to one host (across every worker), and test cases in one dataset.
     quota_active_runs: int = 50
     quota_run_concurrency: int = 1_000
-    quota_agent_host_calls_per_min: int = 60_000
+    quota_agent_host_calls_per_min: int = 1_200_000
     quota_dataset_cases: int = 1_000_000
+    # The most of a worker's agent-call slots, and of the judge's shared slots, one project may
+    # hold (1.0: no cap): a project with a hanging agent or a judge backlog leaves the rest to
+    # everyone else.
+    project_share: float = 0.8
     # The time grading may take for one request (a CI batch, a preview, a worker's chunk):
     # regular expressions not run by then are not graded, saying so.
     grading_budget_s: float = 5.0
@@ -84,35 +89,61 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     )
 
 
-def _int_env(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise SystemExit(f"{name} must be a whole number, got {raw!r}") from exc
+# Each setting read from the environment, by field; its default is the field's own.
+_ENVIRONMENT = {
+    "db_pool_min": "AGENTLASSO_DB_POOL_MIN",
+    "db_pool_max": "AGENTLASSO_DB_POOL_MAX",
+    "db_acquire_timeout_s": "AGENTLASSO_DB_ACQUIRE_TIMEOUT_S",
+    "max_body_bytes": "AGENTLASSO_MAX_BODY_BYTES",
+    "max_import_bytes": "AGENTLASSO_MAX_IMPORT_BYTES",
+    "max_import_lines": "AGENTLASSO_MAX_IMPORT_LINES",
+    "grading_budget_s": "AGENTLASSO_GRADING_BUDGET_S",
+    "rate_limit_per_s": "AGENTLASSO_RATE_LIMIT_PER_S",
+    "rate_limit_burst": "AGENTLASSO_RATE_LIMIT_BURST",
+    "quota_active_runs": "AGENTLASSO_QUOTA_ACTIVE_RUNS",
+    "quota_run_concurrency": "AGENTLASSO_QUOTA_RUN_CONCURRENCY",
+    "quota_agent_host_calls_per_min": "AGENTLASSO_QUOTA_AGENT_HOST_CALLS_PER_MIN",
+    "quota_dataset_cases": "AGENTLASSO_QUOTA_DATASET_CASES",
+    "project_share": "AGENTLASSO_PROJECT_SHARE",
+    "max_waiters": "AGENTLASSO_MAX_WAITERS",
+    "max_waiters_per_project": "AGENTLASSO_MAX_WAITERS_PER_PROJECT",
+    "queue_name": "AGENTLASSO_QUEUE",
+    "secret_key": "AGENTLASSO_SECRET_KEY",
+    "allow_private_agents": "AGENTLASSO_ALLOW_PRIVATE_AGENTS",
+    "agent_timeout_s": "AGENTLASSO_AGENT_TIMEOUT_S",
+    "agent_max_body_bytes": "AGENTLASSO_AGENT_MAX_BODY_BYTES",
+    "agent_max_attempts": "AGENTLASSO_AGENT_MAX_ATTEMPTS",
+    "agent_retry_after_cap_s": "AGENTLASSO_AGENT_RETRY_AFTER_CAP_S",
+    "slot_lease_s": "AGENTLASSO_SLOT_LEASE_S",
+    "demo_agent": "AGENTLASSO_DEMO_AGENT",
+    "anthropic_api_key": "ANTHROPIC_API_KEY",
+    "anthropic_base_url": "ANTHROPIC_BASE_URL",
+    "judge_model": "AGENTLASSO_JUDGE_MODEL",
+    "judge_timeout_s": "AGENTLASSO_JUDGE_TIMEOUT_S",
+    "judge_max_attempts": "AGENTLASSO_JUDGE_MAX_ATTEMPTS",
+    "judge_retry_after_cap_s": "AGENTLASSO_JUDGE_RETRY_AFTER_CAP_S",
+    "judge_concurrency": "AGENTLASSO_JUDGE_CONCURRENCY",
+    "judge_requests_per_minute": "AGENTLASSO_JUDGE_RPM",
+    "judge_repeats": "AGENTLASSO_JUDGE_REPEATS",
+    "judge_repeat_margin": "AGENTLASSO_JUDGE_REPEAT_MARGIN",
+    "judge_wait_s": "AGENTLASSO_JUDGE_WAIT_S",
+    "judge_forced_tool_models": "AGENTLASSO_JUDGE_FORCED_TOOL_MODELS",
+}
 
 
-def _bool_env(name: str) -> bool:
-    return (os.environ.get(name) or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _float_env(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise SystemExit(f"{name} must be a number, got {raw!r}") from exc
-
-
-def _list_env(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    return tuple(item.strip() for item in raw.split(",") if item.strip())
+def _parse(name: str, raw: str, kind: Any) -> Any:
+    """An environment variable's text as the setting's type; SystemExit saying what is wrong."""
+    if kind is bool:
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            noun = "a whole number" if kind is int else "a number"
+            raise SystemExit(f"{name} must be {noun}, got {raw!r}") from None
+    if kind == tuple[str, ...]:
+        return tuple(item.strip() for item in raw.split(",") if item.strip())
+    return raw  # text, or text or None
 
 
 def _prices_env(name: str) -> dict[str, tuple[float, float]]:
@@ -129,49 +160,17 @@ def _prices_env(name: str) -> dict[str, tuple[float, float]]:
 
 
 def load_settings() -> Settings:
-    """Settings from the environment, with local defaults for development."""
-    return Settings(
-        database_url=os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL,
-        redis_url=os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL,
-        db_pool_min=_int_env("AGENTLASSO_DB_POOL_MIN", 2),
-        db_pool_max=_int_env("AGENTLASSO_DB_POOL_MAX", 10),
-        db_acquire_timeout_s=_float_env("AGENTLASSO_DB_ACQUIRE_TIMEOUT_S", 5.0),
-        max_body_bytes=_int_env("AGENTLASSO_MAX_BODY_BYTES", 10 * 1024 * 1024),
-        max_import_bytes=_int_env("AGENTLASSO_MAX_IMPORT_BYTES", 512 * 1024 * 1024),
-        max_import_lines=_int_env("AGENTLASSO_MAX_IMPORT_LINES", 1_000_000),
-        grading_budget_s=_float_env("AGENTLASSO_GRADING_BUDGET_S", 5.0),
-        rate_limit_per_s=_float_env("AGENTLASSO_RATE_LIMIT_PER_S", 100.0),
-        rate_limit_burst=_int_env("AGENTLASSO_RATE_LIMIT_BURST", 1_000),
-        quota_active_runs=_int_env("AGENTLASSO_QUOTA_ACTIVE_RUNS", 50),
-        quota_run_concurrency=_int_env("AGENTLASSO_QUOTA_RUN_CONCURRENCY", 1_000),
-        quota_agent_host_calls_per_min=_int_env(
-            "AGENTLASSO_QUOTA_AGENT_HOST_CALLS_PER_MIN", 60_000
-        ),
-        quota_dataset_cases=_int_env("AGENTLASSO_QUOTA_DATASET_CASES", 1_000_000),
-        max_waiters=_int_env("AGENTLASSO_MAX_WAITERS", 5_000),
-        max_waiters_per_project=_int_env("AGENTLASSO_MAX_WAITERS_PER_PROJECT", 1_000),
-        queue_name=os.environ.get("AGENTLASSO_QUEUE") or "agentlasso:queue",
-        secret_key=os.environ.get("AGENTLASSO_SECRET_KEY") or None,
-        allow_private_agents=_bool_env("AGENTLASSO_ALLOW_PRIVATE_AGENTS"),
-        agent_timeout_s=_float_env("AGENTLASSO_AGENT_TIMEOUT_S", 30.0),
-        agent_max_body_bytes=_int_env("AGENTLASSO_AGENT_MAX_BODY_BYTES", 1024 * 1024),
-        agent_max_attempts=_int_env("AGENTLASSO_AGENT_MAX_ATTEMPTS", 3),
-        agent_retry_after_cap_s=_float_env("AGENTLASSO_AGENT_RETRY_AFTER_CAP_S", 10.0),
-        slot_lease_s=_float_env("AGENTLASSO_SLOT_LEASE_S", 30.0),
-        demo_agent=_bool_env("AGENTLASSO_DEMO_AGENT"),
-        anthropic_api_key=os.environ.get("ANTHROPIC_API_KEY") or None,
-        anthropic_base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
-        judge_model=os.environ.get("AGENTLASSO_JUDGE_MODEL") or "claude-sonnet-5-5",
-        judge_timeout_s=_float_env("AGENTLASSO_JUDGE_TIMEOUT_S", 60.0),
-        judge_max_attempts=_int_env("AGENTLASSO_JUDGE_MAX_ATTEMPTS", 3),
-        judge_retry_after_cap_s=_float_env("AGENTLASSO_JUDGE_RETRY_AFTER_CAP_S", 30.0),
-        judge_concurrency=_int_env("AGENTLASSO_JUDGE_CONCURRENCY", 20),
-        judge_requests_per_minute=_int_env("AGENTLASSO_JUDGE_RPM", 0),
-        judge_repeats=_int_env("AGENTLASSO_JUDGE_REPEATS", 3),
-        judge_repeat_margin=_int_env("AGENTLASSO_JUDGE_REPEAT_MARGIN", 10),
-        judge_wait_s=_float_env("AGENTLASSO_JUDGE_WAIT_S", 25.0),
-        judge_forced_tool_models=_list_env(
-            "AGENTLASSO_JUDGE_FORCED_TOOL_MODELS", ("claude-haiku-4-5",)
-        ),
-        judge_prices=_prices_env("AGENTLASSO_JUDGE_PRICES"),
-    )
+    """Settings from the environment; each one not set (or empty) keeps its default."""
+    values: dict[str, Any] = {
+        "database_url": os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL,
+        "redis_url": os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL,
+        "judge_prices": _prices_env("AGENTLASSO_JUDGE_PRICES"),
+    }
+    for field in msgspec.structs.fields(Settings):
+        name = _ENVIRONMENT.get(field.name)
+        raw = os.environ.get(name) if name else None
+        # Empty is unset, but for a list, where it is the empty list.
+        if name and raw is not None and (raw or field.type == tuple[str, ...]):
+            kind = int if field.type == int | None else field.type
+            values[field.name] = _parse(name, raw, kind)
+    return Settings(**values)

@@ -80,9 +80,16 @@ def make_judge(state: WorkerState) -> Judge | None:
     rpm = settings.judge_requests_per_minute
     pacer = RatePacer(state.redis, f"{settings.queue_name}:judge-rate", rpm) if rpm else None
 
+    share = settings.project_share
+    project_cap = None if share >= 1 else max(1, int(settings.judge_concurrency * share))
+
     @contextlib.asynccontextmanager
-    async def slot() -> AsyncIterator[None]:
-        async with state.limiter.slot("judge", settings.judge_concurrency):
+    async def slot(project_id: UUID) -> AsyncIterator[None]:
+        # The project's share first: waiting on it must not hold one of the shared slots.
+        async with (
+            state.limiter.slot(f"judge:{project_id}", project_cap),
+            state.limiter.slot("judge", settings.judge_concurrency),
+        ):
             if pacer is not None:
                 await pacer.turn()
             yield
@@ -125,9 +132,10 @@ class WorkerSettings:
     job_serializer = queue.serialize
     job_deserializer = queue.deserialize
     handle_signals = True
-    # Lanes are cheap coroutines; agent calls are bounded by the worker's own semaphore.
-    max_jobs = 1000
-    queue_read_limit = 1000
+    # Lanes are cheap coroutines, most of them waiting; agent calls are bounded by the worker's
+    # own slots. Room for several projects' worth of lanes (at most 1,000 each by the quotas).
+    max_jobs = 5000
+    queue_read_limit = 5000
     # Pick up new lanes quickly: a small run must not wait behind a poll interval.
     poll_delay = 0.1
     # PostgreSQL heartbeats find dead lanes; arq's own timeout only guards a hung job.

@@ -51,8 +51,9 @@ class VerdictCache(Protocol):
     async def put(self, key: str, project_id: UUID, answer: CachedAnswer) -> None: ...
 
 
-# Holds one of the judge calls allowed at once (across every worker) while the block runs.
-JudgeSlot = Callable[[], AbstractAsyncContextManager[None]]
+# Holds one of the judge calls allowed at once (across every worker, and for the project) while
+# the block runs.
+JudgeSlot = Callable[[UUID], AbstractAsyncContextManager[None]]
 
 
 class Judge:
@@ -95,7 +96,7 @@ class Judge:
             if cached is not None:
                 record = _record(request.check_id, cached.model, cached.verdict, cached=True)
                 return cached.verdict, record
-        answers = await self._answers(question, request, content)
+        answers = await self._answers(question, request, content, run.project_id)
         verdict, record = _combine(request.check_id, answers, content.min_confidence)
         if verdict.not_graded_reason is None:
             await self.cache.put(key, run.project_id, CachedAnswer(verdict, record.model))
@@ -103,19 +104,23 @@ class Judge:
         return verdict, msgspec.structs.replace(record, refused=refused)
 
     async def _answers(
-        self, question: JudgeQuestion, request: JudgeRequest, content: TestCaseContent
+        self,
+        question: JudgeQuestion,
+        request: JudgeRequest,
+        content: TestCaseContent,
+        project_id: UUID,
     ) -> list[JudgeAnswer]:
         """One answer, or up to `judge_repeats` when a SCORE lands near its floor."""
-        answers = [await self._ask(question)]
+        answers = [await self._ask(question, project_id)]
         first = answers[0].verdict
         if not self._near_floor(request, first, content.min_confidence):
             return answers
         repeats = self.settings.judge_repeats - 1
-        answers += await asyncio.gather(*(self._ask(question) for _ in range(repeats)))
+        answers += await asyncio.gather(*(self._ask(question, project_id) for _ in range(repeats)))
         return answers
 
-    async def _ask(self, question: JudgeQuestion) -> JudgeAnswer:
-        async with self.slot():
+    async def _ask(self, question: JudgeQuestion, project_id: UUID) -> JudgeAnswer:
+        async with self.slot(project_id):
             return await self.client.judge(question)
 
     def _near_floor(self, request: JudgeRequest, verdict: JudgeVerdict, floor: int) -> bool:

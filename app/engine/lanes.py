@@ -208,7 +208,10 @@ async def _call(state: WorkerState, plan: RunPlan, item: Item) -> tuple[Item, Ag
         "context": plan.context,
     }
     # The agent's slot first: waiting on it must not hold one of this worker's call slots.
-    async with state.limiter.slot(plan.agent_id, plan.agent_limit), state.calls:
+    async with (
+        state.limiter.slot(plan.agent_id, plan.agent_limit),
+        state.calls.slot(plan.project_id),
+    ):
         call = await state.agent_client.call(plan.target, body)
     return item, call
 

@@ -13,6 +13,7 @@ import asyncpg
 from app.agents import AgentClient
 from app.config import Settings
 from app.coordination.agent_limits import AgentLimiter
+from app.coordination.fair_slots import FairSlots
 from app.coordination.rate_limits import TokenBucket
 from app.domain.runs import MAX_CHUNK_SIZE
 from app.engine.judge_calls import Judge
@@ -44,8 +45,9 @@ class WorkerState:
         self.judge = judge
         self.secret_key = secret_key
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        # Agent calls in flight in this process, across all its lanes and runs.
-        self.calls = asyncio.Semaphore(concurrency)
+        # Agent calls in flight in this process, across all its lanes and runs, shared fairly
+        # between projects.
+        self.calls = FairSlots(concurrency, settings.project_share)
         self.limiter = AgentLimiter(redis, settings.queue_name, settings.slot_lease_s)
         # A project's calls a minute to one agent host, across every worker; a chunk takes its
         # calls' turns at once, so the bucket holds at least a chunk's worth.

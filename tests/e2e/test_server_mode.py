@@ -16,13 +16,16 @@ from tests.support.api import (
     all_results,
     dataset_of,
     register_agent,
+    run_now,
     start_run,
     wait_done,
     wait_final,
 )
 from tests.support.assertions import assert_problem
-from tests.support.fake_agent import NUL_REPLY, FakeAgentServer
+from tests.support.databases import new_project_key
+from tests.support.fake_agent import NUL_REPLY, FakeAgentServer, running_fake_agent
 from tests.support.processes import WorkerProcesses, free_port
+from tests.support.waiting import eventually
 
 
 async def test_the_happy_path(
@@ -331,3 +334,44 @@ async def test_calls_a_minute_to_one_agent_host_are_paced_per_project(
     assert final["status"] == "completed" and final["counts"]["done"] == 110
     arrived = sorted(at for at, _ in fake_agent.arrivals)
     assert arrived[-1] - arrived[0] >= 5.0, "60 calls past the first 50 came at 10 a second"
+
+
+async def test_a_tarpit_agent_of_one_project_leaves_slots_for_another(
+    client: httpx.AsyncClient,
+    workers: WorkerProcesses,
+    base_url: str,
+    database_url: str,
+) -> None:
+    # Before: one project's lanes could take every call slot of a worker; with an agent that
+    # hangs each call, another project's run waited for those calls to time out.
+    workers.start(concurrency=10)  # a project may hold 80% of them: 8
+    with running_fake_agent() as tarpit, running_fake_agent() as fast:
+        tarpit.delay_s = 20
+        tarpit_id = await register_agent(client, tarpit.url, timeout_s=60)
+        hog = await start_run(
+            client,
+            dataset_id=await dataset_of(client, [f"refund {n}" for n in range(40)]),
+            agent_id=tarpit_id,
+            concurrency=40,
+        )
+
+        async def tarpit_full() -> bool:
+            return tarpit.calls_in_flight >= 8
+
+        await eventually(tarpit_full, 20, what="the tarpit holding its share of slots")
+        other_key = await new_project_key(database_url)
+        async with httpx.AsyncClient(
+            base_url=base_url, headers={"x-api-key": other_key}, timeout=60
+        ) as other:
+            fast_id = await register_agent(other, fast.url)
+            small = await start_run(
+                other,
+                dataset_id=await dataset_of(other, [f"refund {n}" for n in range(5)]),
+                agent_id=fast_id,
+            )
+            final = await wait_final(other, small["run_id"], wait_s=15)
+        hog_now = await run_now(client, hog["run_id"])
+        await client.post(f"/api/v1/eval-runs/{hog['run_id']}/cancel")
+    assert final["status"] == "completed" and final["counts"]["passed"] == 5
+    assert hog_now["status"] == "running" and hog_now["counts"]["done"] == 0
+    assert tarpit.most_in_flight == 8

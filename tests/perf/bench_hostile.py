@@ -17,22 +17,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import asyncpg
 import httpx
 import msgspec
 
-from tests.perf.harness import new_key, server_urls, worker_process
+from tests.perf.harness import delayed_agent, new_key, server_urls, worker_process
 from tests.support.databases import drop_database, fresh_database
-from tests.support.processes import ROOT, SECRET_KEY, api_process
+from tests.support.processes import SECRET_KEY, api_process
 
 HOSTILE_CHECKS = [
     {"type": "output_not_contains", "value": r"\pL{300}x", "regex": True},
@@ -46,19 +42,6 @@ HOSTILE_CHECKS = [
 HOSTILE_REPLY = "ab" * 1_000_000
 STALE_S = 8.0
 CASES = 200
-
-
-@contextlib.contextmanager
-def hostile_agent(reply_bytes: int) -> Iterator[str]:
-    """The delayed fake agent answering `reply_bytes` of "ab"; yields its URL."""
-    argv = [sys.executable, "-m", "tests.perf.delayed_agent", "20", str(reply_bytes)]
-    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        yield f"http://127.0.0.1:{int(process.stdout.readline())}/agent"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 async def hostile_previews(base: str, key: str, stop: asyncio.Event, done: list[float]) -> None:
@@ -210,7 +193,7 @@ def main() -> None:
                 if args.scenario == "api":
                     asyncio.run(api_scenario(base_url, key, args.seconds))
                     return
-                with hostile_agent(1_000_000) as agent_url, worker_process(env, 100):
+                with delayed_agent(20, 1_000_000) as agent_url, worker_process(env, 100):
                     asyncio.run(worker_scenario(base_url, key, database_url, agent_url))
         finally:
             asyncio.run(drop_database(postgres_url, database_url))

@@ -16,13 +16,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime as dt
 import os
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +27,7 @@ import httpx
 
 from tests.perf.harness import (
     body_chunks,
+    delayed_agent,
     new_key,
     rss_mb,
     server_urls,
@@ -41,21 +38,6 @@ from tests.support.processes import SECRET_KEY, api_process
 
 ROOT = Path(__file__).resolve().parents[2]
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-@contextlib.contextmanager
-def delayed_agent(delay_ms: float) -> Iterator[str]:
-    """The fake agent in its own process; yields its URL."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.perf.delayed_agent", str(delay_ms)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        yield f"http://127.0.0.1:{int(process.stdout.readline())}/agent"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def cpu_s(pid: int) -> float:

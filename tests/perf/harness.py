@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import os
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -109,3 +110,16 @@ def worker_process(env: dict[str, str], concurrency: int) -> Iterator[int]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def delayed_agent(delay_ms: float, reply_bytes: int = 0) -> Iterator[str]:
+    """The fake agent of tests/perf/delayed_agent.py in its own process; yields its URL."""
+    argv = [sys.executable, "-m", "tests.perf.delayed_agent", str(delay_ms), str(reply_bytes)]
+    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        yield f"http://127.0.0.1:{int(process.stdout.readline())}/agent"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
