@@ -80,6 +80,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # A SCORE within this many points of its floor is judged up to judge_repeats times.
     judge_repeats: int = 3
     judge_repeat_margin: int = 10
+    # The most characters of the reply, the case's input, the data context and the expected
+    # output the judge is shown (each): it bounds what a verdict costs. Cuts are stated.
+    judge_max_input_chars: int = 20_000
     # How long POST /eval-run-results waits for verdicts before answering 202.
     judge_wait_s: float = 25.0
     judge_forced_tool_models: tuple[str, ...] = ("claude-haiku-4-5",)
@@ -127,6 +130,7 @@ _ENVIRONMENT = {
     "judge_repeats": "AGENTLASSO_JUDGE_REPEATS",
     "judge_repeat_margin": "AGENTLASSO_JUDGE_REPEAT_MARGIN",
     "judge_wait_s": "AGENTLASSO_JUDGE_WAIT_S",
+    "judge_max_input_chars": "AGENTLASSO_JUDGE_MAX_INPUT_CHARS",
     "judge_forced_tool_models": "AGENTLASSO_JUDGE_FORCED_TOOL_MODELS",
 }
 

@@ -167,6 +167,8 @@ CREATE TABLE projects (
     id uuid NOT NULL DEFAULT gen_random_uuid(),
     name text NOT NULL,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
+    judge_key_encrypted bytea,
+    judge_model text,
     CONSTRAINT projects_name_key UNIQUE (name),
     CONSTRAINT projects_pkey PRIMARY KEY (id)
 );

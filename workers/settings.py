@@ -14,7 +14,7 @@ from app.agents import AgentClient
 from app.config import load_settings
 from app.coordination.rate_limits import RatePacer
 from app.db.pool import create_pool
-from app.engine.judge_calls import Judge, judge_settings
+from app.engine.judge_calls import Judge
 from app.engine.judge_chunks import PgJudgeCache
 from app.engine.lanes import run_lane as run_lane_service
 from app.engine.upkeep import (
@@ -25,7 +25,6 @@ from app.engine.upkeep import (
     watch_cancellations,
 )
 from app.engine.worker_state import WorkerState
-from app.judge import JudgeClient
 from app.secrets_box import require_secret_key
 
 DEFAULT_CONCURRENCY = 100
@@ -66,12 +65,10 @@ async def startup(ctx: dict[str, Any]) -> None:
     ]
 
 
-def make_judge(state: WorkerState) -> Judge | None:
-    """The judge, its calls limited across every worker; None when no key is configured."""
+def make_judge(state: WorkerState) -> Judge:
+    """The judge, its calls limited across every worker (and per project)."""
     settings = state.settings
-    if not settings.anthropic_api_key:
-        return None
-    if settings.judge_model not in settings.judge_prices:
+    if settings.anthropic_api_key and settings.judge_model not in settings.judge_prices:
         raise SystemExit(
             f"AGENTLASSO_JUDGE_MODEL {settings.judge_model!r} has no price: add it with "
             "AGENTLASSO_JUDGE_PRICES='{\"<model>\": [input_usd, output_usd]}' (per million tokens)."
@@ -94,7 +91,7 @@ def make_judge(state: WorkerState) -> Judge | None:
                 await pacer.turn()
             yield
 
-    return Judge(JudgeClient(judge_settings(settings)), settings, PgJudgeCache(state.pool), slot)
+    return Judge(settings, PgJudgeCache(state.pool), slot)
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
@@ -104,8 +101,7 @@ async def shutdown(ctx: dict[str, Any]) -> None:
     if "state" in ctx:
         state = _state(ctx)
         await state.agent_client.aclose()
-        if state.judge is not None:
-            await state.judge.client.aclose()
+        await state.judge_clients.aclose()
         await state.pool.close()
 
 

@@ -21,6 +21,7 @@ from app.api.auth import provide_platform, provide_project_id, require_api_key
 from app.api.datasets import DatasetController
 from app.api.demo_agent import demo_agent
 from app.api.health import health, ready
+from app.api.judge_settings import JudgeSettingsController
 from app.api.preview import PreviewController
 from app.api.problems import EXCEPTION_HANDLERS
 from app.api.run_results import PostedResultsController, RunResultsController
@@ -128,6 +129,7 @@ def api_router() -> Router:
             PreviewController,
             RunResultsController,
             PostedResultsController,
+            JudgeSettingsController,
         ],
         guards=[require_api_key],
         dependencies={"project_id": Provide(provide_project_id, sync_to_thread=False)},

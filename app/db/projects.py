@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from app.db.pool import Connection
+from app.db.pool import Connection, Executor
+from app.domain.judging import ProjectJudge
 
 _UPSERT_BY_NAME = """
 INSERT INTO projects (name) VALUES ($1)
@@ -17,3 +18,22 @@ async def ensure_project(connection: Connection, name: str) -> UUID:
     """The id of the project with this name, created if missing."""
     project_id: UUID = await connection.fetchval(_UPSERT_BY_NAME, name)
     return project_id
+
+
+_JUDGE = "SELECT judge_key_encrypted, judge_model FROM projects WHERE id = $1"
+_SET_JUDGE = """
+UPDATE projects SET judge_key_encrypted = $2, judge_model = $3 WHERE id = $1
+"""
+
+
+async def judge_settings(executor: Executor, project_id: UUID) -> ProjectJudge:
+    """The project's own judge key (sealed) and model; empty when it has none."""
+    row = await executor.fetchrow(_JUDGE, project_id)
+    if row is None:
+        return ProjectJudge()
+    return ProjectJudge(key_encrypted=row["judge_key_encrypted"], model=row["judge_model"])
+
+
+async def set_judge_settings(executor: Executor, project_id: UUID, judge: ProjectJudge) -> None:
+    """Store the project's own judge key (sealed) and model."""
+    await executor.execute(_SET_JUDGE, project_id, judge.key_encrypted, judge.model)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 import msgspec
 
 from app.domain.results import JudgeVerdict
@@ -44,6 +46,8 @@ class JudgeRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     flaky: bool = False
     # The judge's key was refused (401/403): the run stops asking.
     refused: bool = False
+    # What was cut to the configured size before the judge saw it ("reply", "input", ...).
+    truncated: tuple[str, ...] = ()
 
 
 class CachedAnswer(msgspec.Struct, frozen=True):
@@ -51,3 +55,15 @@ class CachedAnswer(msgspec.Struct, frozen=True):
 
     verdict: JudgeVerdict
     model: str
+
+
+class ProjectJudge(msgspec.Struct, frozen=True, kw_only=True):
+    """A project's own judge settings: its Anthropic key (sealed) and model, when it has them."""
+
+    key_encrypted: bytes | None = None
+    model: str | None = None
+
+
+def judge_key_owner(project_id: UUID) -> bytes:
+    """What a project's sealed Anthropic key is bound to: it opens for this project only."""
+    return b"judge-key:" + project_id.bytes

@@ -18,27 +18,18 @@ from app.config import Settings
 from app.domain.judging import CachedAnswer, JudgeRecord, Usage
 from app.domain.results import JudgeVerdict, Observation
 from app.domain.test_cases import TestCaseContent
+from app.engine.judge_inputs import shown_to_judge, with_cut_note
+from app.engine.judging import NO_JUDGE
 from app.grading.judge_checks import JudgeRequest, reaches
-from app.judge import JudgeAnswer, JudgeClient, JudgeQuestion, JudgeSettings, cache_key
-
-
-def judge_settings(settings: Settings) -> JudgeSettings:
-    """The judge client's configuration, from the server's."""
-    return JudgeSettings(
-        api_key=settings.anthropic_api_key,
-        model=settings.judge_model,
-        base_url=settings.anthropic_base_url,
-        timeout_s=settings.judge_timeout_s,
-        max_attempts=settings.judge_max_attempts,
-        retry_after_cap_s=settings.judge_retry_after_cap_s,
-        forced_tool_models=settings.judge_forced_tool_models,
-    )
+from app.judge import JudgeAnswer, JudgeClient, JudgeQuestion, cache_key
 
 
 class RunJudging(msgspec.Struct, kw_only=True):
     """What judging a run needs to know and remember while a chunk is judged."""
 
     project_id: UUID
+    # The project's judge (its own key and model, or the server's); None: no judge at all.
+    client: JudgeClient | None
     use_cache: bool
     stopped: str | None
 
@@ -59,10 +50,7 @@ JudgeSlot = Callable[[UUID], AbstractAsyncContextManager[None]]
 class Judge:
     """Asks the judge for one check's verdict, through the cache and the shared limit."""
 
-    def __init__(
-        self, client: JudgeClient, settings: Settings, cache: VerdictCache, slot: JudgeSlot
-    ) -> None:
-        self.client = client
+    def __init__(self, settings: Settings, cache: VerdictCache, slot: JudgeSlot) -> None:
         self.settings = settings
         self.cache = cache
         self.slot = slot
@@ -76,17 +64,13 @@ class Judge:
         run: RunJudging,
     ) -> tuple[JudgeVerdict, JudgeRecord]:
         """The verdict and its record (`refused` when the judge's key was refused)."""
-        model = self.settings.judge_model
-        if run.stopped is not None:
-            verdict = JudgeVerdict.unavailable(run.stopped)
-            return verdict, _record(request.check_id, model, verdict)
-        question = JudgeQuestion(
-            kind=request.kind,
-            evaluation_type=request.evaluation_type,
-            criterion=request.criterion,
-            case_input=content.input,
-            reply=observation.actual_output or "",
-            data_context=context,
+        client = run.client
+        if run.stopped is not None or client is None:
+            verdict = JudgeVerdict.unavailable(run.stopped or NO_JUDGE)
+            return verdict, _record(request.check_id, self.settings.judge_model, verdict)
+        model = client.model
+        question, cut = shown_to_judge(
+            request, content, observation, context, self.settings.judge_max_input_chars
         )
         key = cache_key(
             question, model, project_id=run.project_id, min_confidence=content.min_confidence
@@ -96,32 +80,40 @@ class Judge:
             if cached is not None:
                 record = _record(request.check_id, cached.model, cached.verdict, cached=True)
                 return cached.verdict, record
-        answers = await self._answers(question, request, content, run.project_id)
+        answers = await self._answers(client, question, request, content, run.project_id)
         verdict, record = _combine(request.check_id, answers, content.min_confidence)
+        verdict = with_cut_note(verdict, cut)
         if verdict.not_graded_reason is None:
             await self.cache.put(key, run.project_id, CachedAnswer(verdict, record.model))
         refused = any(answer.auth_failed for answer in answers)
-        return verdict, msgspec.structs.replace(record, refused=refused)
+        return verdict, msgspec.structs.replace(
+            record, reasoning=verdict.reasoning, refused=refused, truncated=tuple(cut)
+        )
 
     async def _answers(
         self,
+        client: JudgeClient,
         question: JudgeQuestion,
         request: JudgeRequest,
         content: TestCaseContent,
         project_id: UUID,
     ) -> list[JudgeAnswer]:
         """One answer, or up to `judge_repeats` when a SCORE lands near its floor."""
-        answers = [await self._ask(question, project_id)]
+        answers = [await self._ask(client, question, project_id)]
         first = answers[0].verdict
         if not self._near_floor(request, first, content.min_confidence):
             return answers
         repeats = self.settings.judge_repeats - 1
-        answers += await asyncio.gather(*(self._ask(question, project_id) for _ in range(repeats)))
+        answers += await asyncio.gather(
+            *(self._ask(client, question, project_id) for _ in range(repeats))
+        )
         return answers
 
-    async def _ask(self, question: JudgeQuestion, project_id: UUID) -> JudgeAnswer:
+    async def _ask(
+        self, client: JudgeClient, question: JudgeQuestion, project_id: UUID
+    ) -> JudgeAnswer:
         async with self.slot(project_id):
-            return await self.client.judge(question)
+            return await client.judge(question)
 
     def _near_floor(self, request: JudgeRequest, verdict: JudgeVerdict, floor: int) -> bool:
         if request.evaluation_type != "SCORE" or request.kind != "expectation":

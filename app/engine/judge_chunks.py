@@ -66,9 +66,12 @@ async def _judge_results(
     # A worker without a judge key (configured unlike the API) settles the cases rather than
     # leaving the run waiting for verdicts that would never come.
     stopped = run.judge_stopped or state.judge_stopped.get(run.id)
-    if judge is None:
+    client = await state.judge_clients.for_project(run.project_id)
+    if judge is None or client is None:
         stopped = NO_JUDGE
-    judging = RunJudging(project_id=run.project_id, use_cache=run.judge_use_cache, stopped=stopped)
+    judging = RunJudging(
+        project_id=run.project_id, client=client, use_cache=run.judge_use_cache, stopped=stopped
+    )
     # The first case alone: if the judge's key is refused, the rest are not sent at all.
     budget_s = state.settings.grading_budget_s
     judged = [await _judge_one(judge, case, context, judging, budget_s) for case in waiting[:1]]

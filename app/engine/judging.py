@@ -17,7 +17,10 @@ from app.domain.results import JudgeVerdict, Observation
 from app.domain.test_cases import TestCaseContent
 from app.grading import judge_requests
 
-NO_JUDGE = "no judge is configured on this server (set ANTHROPIC_API_KEY)"
+NO_JUDGE = (
+    "no judge is configured (set ANTHROPIC_API_KEY on the server, or the project's own key in "
+    "its judge settings)"
+)
 WAITING = "waiting for the AI judge"
 
 

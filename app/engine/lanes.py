@@ -51,6 +51,8 @@ class RunPlan(msgspec.Struct, frozen=True, kw_only=True):
     agent_limit: int | None
     target: AgentTarget
     context: dict[str, Any]
+    # Whether its AI judge checks wait for a judge (the server's key, or the project's own).
+    judge_configured: bool
 
 
 class Item(msgspec.Struct, frozen=True):
@@ -129,6 +131,7 @@ async def _plan(state: WorkerState, run_id: UUID) -> RunPlan | None:
         agent_limit=agent.max_concurrency,
         target=target_for(state.secret_key, agent),
         context=(dataset.data_context if dataset else None) or {},
+        judge_configured=await state.judge_clients.for_project(run.project_id) is not None,
     )
 
 
@@ -155,7 +158,7 @@ async def _results_for(state: WorkerState, plan: RunPlan, chunk_no: int) -> list
     # The project's quota of calls a minute to this agent's host, shared by every worker.
     await state.host_pacer.turn(f"{plan.project_id}:{_host(plan.target.url)}", len(items))
     calls = await _calls(state, plan, items)
-    judge_configured = state.judge is not None
+    judge_configured = plan.judge_configured
 
     def grade_all(out_of_time: Callable[[], bool]) -> list[NewResult]:
         return [

@@ -17,6 +17,7 @@ from app.coordination.fair_slots import FairSlots
 from app.coordination.rate_limits import TokenBucket
 from app.domain.runs import MAX_CHUNK_SIZE
 from app.engine.judge_calls import Judge
+from app.engine.judge_clients import JudgeClients
 from app.queue import QueueConnection
 
 # Progress notifications per run from one worker, at most this often (NOTIFY is not free).
@@ -41,8 +42,9 @@ class WorkerState:
         self.pool = pool
         self.redis = redis
         self.agent_client = agent_client
-        # None when no judge is configured: judge checks are then not graded, never called.
+        # Set at start-up; which key and model judge a run is the project's (judge_clients).
         self.judge = judge
+        self.judge_clients = JudgeClients(settings, pool, secret_key)
         self.secret_key = secret_key
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         # Agent calls in flight in this process, across all its lanes and runs, shared fairly

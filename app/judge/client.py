@@ -121,6 +121,11 @@ class JudgeClient:
                 max_retries=0,
             )
 
+    @property
+    def model(self) -> str:
+        """The model this client asks."""
+        return self._settings.model
+
     async def judge(self, question: JudgeQuestion) -> JudgeAnswer:
         """The judge's verdict on one question; model-side problems become `unavailable`."""
         if self._sdk is None:

@@ -24,6 +24,7 @@ from app.engine.judging import immediate_verdicts
 from app.errors import Conflict, FieldError, InvalidInput, NotFound
 from app.grading import grade_case, observation_from_wire
 from app.queue import enqueue_quietly
+from app.services import judge_settings
 from app.services.platform import Platform
 
 # A client may ask to wait longer than the server's default, up to this.
@@ -128,7 +129,7 @@ async def record_results(
     if problems:
         raise InvalidInput("Some posted results cannot be recorded.", problems)
     parsed, case_ids = _parse_case_ids(results)
-    judge_configured = bool(platform.settings.anthropic_api_key)
+    judge_configured = await judge_settings.judge_configured(platform, project_id)
     async with platform.pool.acquire() as connection:
         run = await run_rows.get_run(connection, project_id, run_id)
         if run is None:

@@ -19,6 +19,8 @@ from tests.support.api import (
     start_run,
     wait_final,
 )
+from tests.support.assertions import assert_problem
+from tests.support.databases import new_project_key
 from tests.support.fake_agent import FakeAgentServer
 from tests.support.fake_anthropic import (
     FAKE_API_KEY,
@@ -77,17 +79,25 @@ async def judged_dataset(client: httpx.AsyncClient, cases: list[dict[str, Any]])
 
 
 async def ci_run_with(
-    client: httpx.AsyncClient, dataset_id: str, reply: str, **run: Any
+    client: httpx.AsyncClient,
+    dataset_id: str,
+    reply: str,
+    headers: dict[str, str] | None = None,
+    **run: Any,
 ) -> httpx.Response:
     created = (
-        await client.post("/api/v1/eval-runs", json={"dataset_id": dataset_id, **run})
+        await client.post(
+            "/api/v1/eval-runs", json={"dataset_id": dataset_id, **run}, headers=headers
+        )
     ).json()
     results = [
         {"test_case_id": case["test_case_id"], "actual_output": reply, "actual_tool_calls": []}
         for case in created["test_cases"]
     ]
     return await client.post(
-        "/api/v1/eval-run-results", json={"run_id": created["run_id"], "results": results}
+        "/api/v1/eval-run-results",
+        json={"run_id": created["run_id"], "results": results},
+        headers=headers,
     )
 
 
@@ -305,3 +315,113 @@ async def test_judging_lost_with_a_killed_worker_is_redone_and_the_run_completes
         final = await wait_final(client, created["run_id"], wait_s=60)
     assert final["status"] == "completed", final
     assert final["judge"]["pending"] == 0 and final["ci_pass"] is True
+
+
+# --- Spend and tenancy: a project's own key, the cut inputs, the cache per project ------------
+
+
+def no_server_key_env(settings: Settings, fake: FakeAnthropic) -> dict[str, str]:
+    """A platform whose server has no judge key: only projects that bring one are judged."""
+    env = judge_env(settings, fake)
+    del env["ANTHROPIC_API_KEY"]
+    return env
+
+
+async def test_a_projects_own_key_judges_its_runs_and_no_one_elses(
+    settings: Settings, api_key: str, workers: WorkerProcesses, database_url: str
+) -> None:
+    with FakeAnthropic(api_key="sk-ant-the-projects-own") as own:
+        env = no_server_key_env(settings, own)
+        async with judging_platform(settings, api_key, workers, env) as client:
+            before = (await client.get("/api/v1/judge-settings")).json()
+            set_key = await client.patch(
+                "/api/v1/judge-settings",
+                json={"anthropic_api_key": "sk-ant-the-projects-own", "model": "claude-haiku-4-5"},
+            )
+            dataset_id = await judged_dataset(
+                client, [{"input": "refund?", "checks": JUDGE_CHECKS}]
+            )
+            judged = await ci_run_with(client, dataset_id, "Your refund of 20 EUR is on its way.")
+            other_key = await new_project_key(database_url)
+            other = await ci_run_with(
+                client, await judged_dataset_of(client, other_key), "refund",
+                headers={"x-api-key": other_key},
+            )  # fmt: skip
+    assert before["anthropic_api_key_set"] is False and before["judge_configured"] is False
+    shown = set_key.json()
+    assert shown == {
+        "anthropic_api_key_set": True, "model": "claude-haiku-4-5", "server_key_set": False,
+        "effective_model": "claude-haiku-4-5", "judge_configured": True,
+    }  # fmt: skip
+    assert "sk-ant" not in set_key.text
+    result = judged.json()["results"][0]
+    assert judged.status_code == 200 and result["check_results"][1]["status"] == "passed"
+    assert own.requests[0].body is not None and own.requests[0].body["model"] == "claude-haiku-4-5"
+    assert len(own.requests) == 1, "the other project's case never reached this key"
+    other_check = other.json()["results"][0]["check_results"][1]
+    assert (
+        other_check["status"] == "not_graded" and "no judge is configured" in other_check["detail"]
+    )
+
+
+async def judged_dataset_of(client: httpx.AsyncClient, key: str) -> str:
+    dataset = await client.post(
+        "/api/v1/datasets", json={"name": "other"}, headers={"x-api-key": key}
+    )
+    created = await client.post(
+        f"/api/v1/datasets/{dataset.json()['id']}/test-cases",
+        json={"input": "refund?", "checks": JUDGE_CHECKS},
+        headers={"x-api-key": key},
+    )
+    assert created.status_code == 201
+    return str(dataset.json()["id"])
+
+
+async def test_judge_settings_refuse_what_cannot_be_used(client: httpx.AsyncClient) -> None:
+    bad_model = await client.patch("/api/v1/judge-settings", json={"model": "gpt-9"})
+    assert_problem(bad_model, 422, pointer="/model")
+    bad_key = await client.patch("/api/v1/judge-settings", json={"anthropic_api_key": "sk ant"})
+    assert_problem(bad_key, 422, pointer="/anthropic_api_key")
+    await client.patch("/api/v1/judge-settings", json={"anthropic_api_key": "sk-ant-1"})
+    removed = await client.patch("/api/v1/judge-settings", json={"anthropic_api_key": None})
+    assert removed.json()["anthropic_api_key_set"] is False
+
+
+async def test_the_judge_is_shown_a_cut_reply_and_the_verdict_says_so(
+    settings: Settings, api_key: str, workers: WorkerProcesses, anthropic: FakeAnthropic
+) -> None:
+    env = {**judge_env(settings, anthropic), "AGENTLASSO_JUDGE_MAX_INPUT_CHARS": "100"}
+    reply = "refund " + "x" * 500 + " THE-TAIL"
+    async with judging_platform(settings, api_key, workers, env) as client:
+        dataset_id = await judged_dataset(client, [{"input": "refund?", "checks": JUDGE_CHECKS}])
+        answer = (await ci_run_with(client, dataset_id, reply)).json()
+        (stored,) = await all_results(client, answer["run_id"])
+    assert "THE-TAIL" not in anthropic.requests[0].prompt_text
+    assert "refund " + "x" * 93 in anthropic.requests[0].prompt_text
+    reasoning = answer["results"][0]["check_results"][1]["reasoning"]
+    assert reasoning.endswith(
+        "(The judge was shown only the start of the reply (100 of 516 characters).)"
+    )
+    assert stored["judge"][0]["truncated"] == ["the reply (100 of 516 characters)"]
+
+
+async def test_a_cached_verdict_never_crosses_projects(
+    settings: Settings, api_key: str, workers: WorkerProcesses, anthropic: FakeAnthropic,
+    database_url: str,
+) -> None:  # fmt: skip
+    other_key = await new_project_key(database_url)
+    async with judging_platform(
+        settings, api_key, workers, judge_env(settings, anthropic)
+    ) as client:
+        mine = await judged_dataset(client, [{"input": "refund?", "checks": JUDGE_CHECKS}])
+        await ci_run_with(client, mine, "refund of 20 EUR")
+        again = (await ci_run_with(client, mine, "refund of 20 EUR")).json()
+        theirs = await judged_dataset_of(client, other_key)
+        other = await ci_run_with(
+            client, theirs, "refund of 20 EUR", headers={"x-api-key": other_key}
+        )
+    # Before: one global cache told the second project, by a free cached verdict, what the
+    # first had asked.
+    assert len(anthropic.requests) == 2
+    assert again["judge"]["cached"] == 1
+    assert other.json()["judge"]["cached"] == 0 and other.json()["judge"]["calls"] == 1

@@ -1,0 +1,90 @@
+"""A project's own AI judge: its Anthropic key (write-only, sealed at rest) and model."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from app.db import projects
+from app.domain.judging import ProjectJudge, judge_key_owner
+from app.errors import FieldError, InvalidInput
+from app.secrets_box import seal
+from app.services.platform import Platform
+
+# Visible ASCII without spaces: what an API key is, and what an HTTP header can carry.
+_KEY = re.compile(r"[\x21-\x7e]{1,500}")
+
+
+class JudgeSettingsView(msgspec.Struct, frozen=True, kw_only=True):
+    """What a project sees of its judge: never the key, only whether there is one."""
+
+    anthropic_api_key_set: bool
+    model: str | None
+    # What its runs are judged with: its own key or the server's, its model or the server's.
+    server_key_set: bool
+    effective_model: str
+    judge_configured: bool
+
+
+async def get_judge_settings(platform: Platform, project_id: UUID) -> JudgeSettingsView:
+    """The project's judge settings as it may see them."""
+    return _view(platform, await projects.judge_settings(platform.pool, project_id))
+
+
+async def update_judge_settings(
+    platform: Platform, project_id: UUID, changes: dict[str, Any]
+) -> JudgeSettingsView:
+    """Set (or with null remove) the project's own key and model; absent fields are kept."""
+    _check(platform, changes)
+    current = await projects.judge_settings(platform.pool, project_id)
+    updated = msgspec.structs.replace(current)
+    if "anthropic_api_key" in changes:
+        key = changes["anthropic_api_key"]
+        owner = judge_key_owner(project_id)
+        sealed = None if key is None else seal(platform.secret_key, key.encode(), owner)
+        updated = msgspec.structs.replace(updated, key_encrypted=sealed)
+    if "model" in changes:
+        updated = msgspec.structs.replace(updated, model=changes["model"])
+    await projects.set_judge_settings(platform.pool, project_id, updated)
+    return _view(platform, updated)
+
+
+def _check(platform: Platform, changes: dict[str, Any]) -> None:
+    problems = []
+    key = changes.get("anthropic_api_key")
+    if key is not None and not _KEY.fullmatch(key):
+        problems.append(FieldError(
+            pointer="/anthropic_api_key",
+            detail="An Anthropic API key is 1 to 500 visible ASCII characters, with no spaces.",
+        ))  # fmt: skip
+    model = changes.get("model")
+    prices = platform.settings.judge_prices
+    if model is not None and model not in prices:
+        problems.append(FieldError(
+            pointer="/model",
+            detail=f"This server has no price for {model!r}; one of: {', '.join(sorted(prices))}.",
+        ))  # fmt: skip
+    if problems:
+        raise InvalidInput("The judge settings cannot be used as given.", problems)
+
+
+def _view(platform: Platform, judge: ProjectJudge) -> JudgeSettingsView:
+    settings = platform.settings
+    own_key = judge.key_encrypted is not None
+    return JudgeSettingsView(
+        anthropic_api_key_set=own_key,
+        model=judge.model,
+        server_key_set=bool(settings.anthropic_api_key),
+        effective_model=judge.model or settings.judge_model,
+        judge_configured=own_key or bool(settings.anthropic_api_key),
+    )
+
+
+async def judge_configured(platform: Platform, project_id: UUID) -> bool:
+    """Whether the project's runs have a judge: the server's key, or its own."""
+    if platform.settings.anthropic_api_key:
+        return True
+    return (await projects.judge_settings(platform.pool, project_id)).key_encrypted is not None
