@@ -37,9 +37,16 @@ class NotAuthenticated(AgentLassoError):
 
 
 class NotFound(AgentLassoError):
-    """The object does not exist in the caller's project (or at all: we do not say which)."""
+    """The object does not exist in the caller's project (or at all: we do not say which).
+
+    When the body named it (a run's dataset_id, say), `errors` points at where.
+    """
 
     title = "Not found"
+
+    def __init__(self, detail: str, errors: list[FieldError] | None = None) -> None:
+        super().__init__(detail)
+        self.errors = errors or []
 
 
 class Conflict(AgentLassoError):

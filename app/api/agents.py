@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, delete, get, patch, post
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, JSONBody
 
 from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
+from app.api.pagination import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, next_cursor, parse_id
 from app.domain import agents as domain
 from app.domain.test_cases import CaseInput
 from app.services import agents as service
@@ -128,11 +128,10 @@ class AgentController(Controller):
         self,
         platform: PlatformDep,
         project_id: ProjectId,
-        limit: FromQuery[int] = DEFAULT_LIMIT,
-        cursor: FromQuery[str | None] = None,
+        limit: Limit = DEFAULT_LIMIT,
+        cursor: Cursor = None,
     ) -> AgentPage:
         """The project's agents, oldest first."""
-        limit = check_limit(limit)
         agents = await service.list_agents(platform, project_id, decode_cursor(cursor), limit + 1)
         return AgentPage(
             items=[agent_out(agent) for agent in agents[:limit]],

@@ -17,15 +17,18 @@ from litestar.openapi import OpenAPIConfig
 from app import queue
 from app.agents import AgentClient
 from app.api.agents import AgentController
+from app.api.allowed_methods import AllowEveryMethod
 from app.api.auth import provide_platform, provide_project_id, require_api_key
 from app.api.datasets import DatasetController
 from app.api.demo_agent import demo_agent
 from app.api.health import health, ready
 from app.api.judge_settings import JudgeSettingsController
+from app.api.openapi import complete as complete_openapi
 from app.api.preview import PreviewController
 from app.api.problems import EXCEPTION_HANDLERS
 from app.api.run_results import PostedResultsController, RunResultsController
 from app.api.runs import RunController
+from app.api.strict_bodies import refuse_lax_bodies
 from app.api.test_cases import DatasetTestCaseController, TestCaseController
 from app.config import Settings, load_settings
 from app.coordination.rate_limits import TokenBucket
@@ -132,6 +135,7 @@ def api_router() -> Router:
             JudgeSettingsController,
         ],
         guards=[require_api_key],
+        before_request=refuse_lax_bodies,
         dependencies={"project_id": Provide(provide_project_id, sync_to_thread=False)},
     )
 
@@ -140,7 +144,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
     """The application, configured from the environment unless settings are given."""
     settings = settings or load_settings()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    return Litestar(
+    app = Litestar(
         route_handlers=[
             health,
             ready,
@@ -149,8 +153,11 @@ def create_app(settings: Settings | None = None) -> Litestar:
         ],
         lifespan=[_lifespan(settings)],
         dependencies={"platform": Provide(provide_platform, sync_to_thread=False)},
+        middleware=[AllowEveryMethod],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="AgentLasso", version="0.1.0", path="/schema"),
         debug=False,
     )
+    complete_openapi(app, priced_models=settings.judge_prices)
+    return app

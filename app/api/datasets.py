@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, delete, get, patch, post
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, JSONBody
 
 from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
+from app.api.pagination import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, next_cursor, parse_id
 from app.domain import datasets as domain
 from app.services import datasets as service
 
@@ -91,11 +91,10 @@ class DatasetController(Controller):
         self,
         platform: PlatformDep,
         project_id: ProjectId,
-        limit: FromQuery[int] = DEFAULT_LIMIT,
-        cursor: FromQuery[str | None] = None,
+        limit: Limit = DEFAULT_LIMIT,
+        cursor: Cursor = None,
     ) -> DatasetPage:
         """The project's datasets, oldest first."""
-        limit = check_limit(limit)
         datasets = await service.list_datasets(
             platform, project_id, decode_cursor(cursor), limit + 1
         )

@@ -84,7 +84,7 @@ def on_domain_error(_request: Request[Any, Any, Any], exc: Exception) -> Respons
     """Our own errors, each with its status."""
     assert isinstance(exc, AgentLassoError)
     status = next(code for kind, code in _STATUS.items() if isinstance(exc, kind))
-    errors = exc.errors if isinstance(exc, InvalidInput) else None
+    errors = exc.errors if isinstance(exc, InvalidInput | NotFound) and exc.errors else None
     headers = None
     if isinstance(exc, TooManyRequests | Unavailable):
         headers = {"retry-after": str(exc.retry_after_s)}

@@ -12,7 +12,8 @@ from litestar.params import FromPath, FromQuery, JSONBody
 from app.api.auth import PlatformDep, ProjectId
 from app.api.pagination import (
     DEFAULT_LIMIT,
-    check_limit,
+    Cursor,
+    Limit,
     decode_cursor,
     encode_cursor,
     parse_id,
@@ -158,12 +159,11 @@ class RunResultsController(Controller):
         project_id: ProjectId,
         run_id: FromPath[str],
         outcome: FromQuery[Outcome | None] = None,
-        limit: FromQuery[int] = DEFAULT_LIMIT,
-        cursor: FromQuery[str | None] = None,
+        limit: Limit = DEFAULT_LIMIT,
+        cursor: Cursor = None,
     ) -> Response[bytes]:
         """The run's case results with what the agent did, a page at a time (a page holds
         `limit` results, or fewer when they would pass 8 MiB)."""
-        limit = check_limit(limit)
         page = await runs.list_results(
             platform, project_id, parse_id(run_id, "run"), decode_cursor(cursor), outcome,
             limit + 1,

@@ -9,16 +9,16 @@ from uuid import UUID
 
 import msgspec
 from litestar import Controller, MediaType, Response, get, post
-from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
+from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage, Stream
 
 from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
+from app.api.pagination import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, next_cursor, parse_id
 from app.domain import runs as domain
 from app.domain.checks import Check
 from app.domain.datasets import Dataset
 from app.domain.test_cases import CaseInput, EvaluationType, PinnedCase
-from app.errors import FieldError, InvalidInput
+from app.errors import FieldError, NotFound
 from app.grading import plan_case
 from app.services import runs, start_run
 from app.services.platform import Platform
@@ -31,6 +31,14 @@ CASES_PER_PAGE = 500
 _encoder = msgspec.json.Encoder()
 RECONNECT_MS = 2000
 RunStatus = domain.RunStatus
+WaitS = Annotated[
+    float,
+    QueryParameter(
+        ge=0,
+        le=MAX_WAIT_S,
+        description="Answer as soon as the run ends, or after this many seconds.",
+    ),
+]
 IdempotencyKey = Annotated[
     str | None, HeaderParameter(name="Idempotency-Key", max_length=255, required=False)
 ]
@@ -253,21 +261,13 @@ def _message(kind: str, run: domain.Run | None) -> ServerSentEventMessage:
     return ServerSentEventMessage(event=kind, data=data, retry=RECONNECT_MS)
 
 
-def _wait_s(wait_s: float | None) -> float:
-    if wait_s is None:
-        return 0.0
-    if not 0 <= wait_s <= MAX_WAIT_S:
-        detail = f"wait_s must be between 0 and {MAX_WAIT_S} seconds."
-        raise InvalidInput(detail, [FieldError(parameter="wait_s", detail=detail)])
-    return wait_s
-
-
 def _body_id(raw: str, pointer: str, what: str) -> UUID:
+    """An id the body names; one of no object's shape is simply an object that does not exist."""
     try:
         return UUID(raw)
     except ValueError:
         detail = f"No {what} with this id in your project."
-        raise InvalidInput(detail, [FieldError(pointer=pointer, detail=detail)]) from None
+        raise NotFound(detail, [FieldError(pointer=pointer, detail=detail)]) from None
 
 
 def _new_run(data: RunCreate) -> start_run.NewRun:
@@ -315,11 +315,10 @@ class RunController(Controller):
         project_id: ProjectId,
         dataset_id: FromQuery[str | None] = None,
         status: FromQuery[RunStatus | None] = None,
-        limit: FromQuery[int] = DEFAULT_LIMIT,
-        cursor: FromQuery[str | None] = None,
+        limit: Limit = DEFAULT_LIMIT,
+        cursor: Cursor = None,
     ) -> RunPage:
         """The project's runs, newest first, optionally of one dataset or in one status."""
-        limit = check_limit(limit)
         dataset = None if dataset_id is None else parse_id(dataset_id, "dataset")
         before = decode_cursor(cursor) or None
         page = await runs.list_runs(platform, project_id, dataset, status, before, limit + 1)
@@ -334,12 +333,10 @@ class RunController(Controller):
         platform: PlatformDep,
         project_id: ProjectId,
         run_id: FromPath[str],
-        wait_s: FromQuery[float | None] = None,
+        wait_s: WaitS = 0.0,
     ) -> Run:
         """A run's status, counts and gate; with wait_s, as soon as it ends (or after wait_s)."""
-        run = await runs.wait_for_run(
-            platform, project_id, parse_id(run_id, "run"), _wait_s(wait_s)
-        )
+        run = await runs.wait_for_run(platform, project_id, parse_id(run_id, "run"), wait_s)
         return run_out(run)
 
     @get("/{run_id:str}/events", operation_id="runEvents")

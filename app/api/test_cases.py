@@ -8,11 +8,11 @@ from typing import Any
 import msgspec
 from litestar import Controller, Request, delete, get, patch, post
 from litestar.exceptions import HTTPException
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
 from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import DEFAULT_LIMIT, check_limit, decode_cursor, next_cursor, parse_id
+from app.api.pagination import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, next_cursor, parse_id
 from app.domain import test_cases as domain
 from app.domain.checks import Check, WrittenChecks
 from app.domain.test_cases import (
@@ -160,11 +160,10 @@ class DatasetTestCaseController(Controller):
         platform: PlatformDep,
         project_id: ProjectId,
         dataset_id: FromPath[str],
-        limit: FromQuery[int] = DEFAULT_LIMIT,
-        cursor: FromQuery[str | None] = None,
+        limit: Limit = DEFAULT_LIMIT,
+        cursor: Cursor = None,
     ) -> TestCasePage:
         """The dataset's cases in order, a page at a time."""
-        limit = check_limit(limit)
         cases = await service.list_test_cases(
             platform,
             project_id,

@@ -25,7 +25,7 @@ from app.domain.datasets import Dataset
 from app.domain.runs import MAX_CHUNK_SIZE, ChunkRef, Run
 from app.domain.stored_text import refuse_nul
 from app.domain.test_cases import PinnedCase
-from app.errors import Conflict, FieldError, InvalidInput, TooManyRequests
+from app.errors import Conflict, FieldError, InvalidInput, NotFound, TooManyRequests
 from app.queue import enqueue_quietly
 from app.services.platform import Platform
 
@@ -175,11 +175,11 @@ async def _plan_work(
 
 
 async def _dataset_to_run(connection: Connection, project_id: UUID, dataset_id: UUID) -> Dataset:
-    """The dataset a new run is for; a 422 naming /dataset_id when it is not in the project."""
+    """The dataset a new run is for; a 404 naming /dataset_id when it is not in the project."""
     dataset = await dataset_rows.lock_for_run(connection, project_id, dataset_id)
     if dataset is None:
         detail = "No dataset with this id in your project."
-        raise InvalidInput(detail, [FieldError(pointer="/dataset_id", detail=detail)])
+        raise NotFound(detail, [FieldError(pointer="/dataset_id", detail=detail)])
     return dataset
 
 
@@ -191,7 +191,7 @@ async def _agent_limit(
     )
     if agent is None:
         detail = "No agent with this id in your project."
-        raise InvalidInput(detail, [FieldError(pointer="/agent_id", detail=detail)])
+        raise NotFound(detail, [FieldError(pointer="/agent_id", detail=detail)])
     return agent.max_concurrency
 
 

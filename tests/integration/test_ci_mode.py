@@ -294,7 +294,8 @@ async def test_bad_result_bodies(client: httpx.AsyncClient) -> None:
     assert_problem(await client.post(url, json=bad_calls), 422, pointer="/results/0/extra")
     assert_problem(await client.post("/api/v1/eval-runs", json={"dataset_id": "x",
                    "pass_threshold": 1.5}), 422, pointer="/pass_threshold")  # fmt: skip
-    assert_problem(await client.post("/api/v1/eval-runs", json={"dataset_id": "nope"}), 422,
+    # An id the body names that is no object of the project's: not found, naming the field.
+    assert_problem(await client.post("/api/v1/eval-runs", json={"dataset_id": "nope"}), 404,
                    pointer="/dataset_id")  # fmt: skip
     dataset_id = await dataset_with_cases(client, refund_cases(1))
     trials = await client.post("/api/v1/eval-runs", json={"dataset_id": dataset_id, "trials": 3})

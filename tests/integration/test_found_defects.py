@@ -123,7 +123,7 @@ async def test_a_dataset_with_a_finished_run_is_deleted_and_its_run_stays_readab
     results = (await client.get(f"/api/v1/eval-runs/{run['run_id']}/results")).json()["items"]
     assert [item["actual_output"] for item in results] == ["x"]
     again = await client.post("/api/v1/eval-runs", json={"dataset_id": dataset["id"]})
-    assert_problem(again, 422, pointer="/dataset_id")
+    assert_problem(again, 404, pointer="/dataset_id")
 
 
 async def test_deleting_a_dataset_with_a_run_going_on_is_refused_naming_the_run(

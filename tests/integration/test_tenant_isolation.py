@@ -4,7 +4,7 @@ Project A (the `client` fixture) holds a dataset with three cases, an agent on a
 server, a CI-mode run with one result posted (started with an Idempotency-Key) and a server-mode
 run (it stays `queued`: no worker runs here). Project B, with its own dataset, case, agent and
 run, tries every /api/v1 route on A's objects. Each attempt must answer a 404 problem+json (a
-422 naming the field for an id inside a body), exactly as the same request about an id that
+404 naming the field for an id inside a body), exactly as the same request about an id that
 exists nowhere answers, so nothing confirms that A's object exists; afterwards A finds
 everything as it was, and the route still serves A itself.
 """
@@ -357,32 +357,31 @@ BODY_IDS = [
         "POST /eval-runs, A's dataset (CI mode)",
         "/api/v1/eval-runs",
         {"dataset_id": "{dataset}"},
-        422,
+        404,
         "/dataset_id",
     ),
     BodyIds(
         "POST /eval-runs, A's dataset and A's agent",
         "/api/v1/eval-runs",
         {"dataset_id": "{dataset}", "agent_id": "{agent}"},
-        422,
+        404,
         "/dataset_id",
     ),
     BodyIds(
         "POST /eval-runs, A's dataset and B's agent",
         "/api/v1/eval-runs",
         {"dataset_id": "{dataset}", "agent_id": "{own_agent}"},
-        422,
+        404,
         "/dataset_id",
     ),
     BodyIds(
         "POST /eval-runs, B's dataset and A's agent",
         "/api/v1/eval-runs",
         {"dataset_id": "{own_dataset}", "agent_id": "{agent}"},
-        422,
+        404,
         "/agent_id",
     ),
-    # A run named in the body of /eval-run-results is the resource the request acts on: the
-    # code answers 404 "No run with this id in your project." (as for a path id), not a 422.
+    # A run named in the body of /eval-run-results is answered as an id in a path would be.
     BodyIds(
         "POST /eval-run-results, A's CI-mode run",
         "/api/v1/eval-run-results",
@@ -440,7 +439,7 @@ async def test_an_idempotency_key_never_replays_another_projects_run(
     same_body = await project_b.http.post(
         "/api/v1/eval-runs", json={"dataset_id": project_a.ids["dataset"]}, headers=key
     )
-    assert_problem(same_body, 422, pointer="/dataset_id")
+    assert_problem(same_body, 404, pointer="/dataset_id")
     assert project_a.ids["ci_run"] not in same_body.text, "LEAK: A's run id in B's answer"
 
     own = await project_b.http.post(

@@ -34,9 +34,14 @@ def agentlasso(*args: str) -> list[str]:
 
 @contextlib.contextmanager
 def api_process(
-    database_url: str, redis_url: str, extra_env: dict[str, str] | None = None
+    database_url: str,
+    redis_url: str,
+    extra_env: dict[str, str] | None = None,
+    *,
+    loopback_only: bool = False,
 ) -> Iterator[tuple[str, int]]:
-    """`agentlasso api` as a child process; yields its base URL and pid."""
+    """`agentlasso api` as a child process; yields its base URL and pid. With loopback_only
+    the process can reach no other address (tests/support/guarded_api.py)."""
     port = free_port()
     env = {
         **os.environ,
@@ -46,6 +51,8 @@ def api_process(
         **(extra_env or {}),
     }
     argv = agentlasso("api", "--port", str(port), "--log-level", "warning")
+    if loopback_only:
+        argv = [sys.executable, "-m", "tests.support.guarded_api", *argv[4:]]
     process = subprocess.Popen(argv, cwd=ROOT, env=env)
     base_url = f"http://127.0.0.1:{port}"
     try:

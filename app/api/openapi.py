@@ -1,0 +1,291 @@
+"""The API's description made exact: every status an operation answers, problem+json bodies,
+the schemas the server enforces, the key it requires, the media types it speaks.
+
+Litestar documents each operation's success and a generic 400, and builds its component
+schemas without the constraints msgspec enforces (unknown fields refused, item bounds, some
+minimums). So after the app is built its document is completed here, from one table of what
+each operation can answer and from msgspec's own schemas of the same Structs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+from litestar import Litestar
+from litestar.openapi.spec import (
+    Components,
+    Link,
+    OpenAPI,
+    OpenAPIMediaType,
+    OpenAPIResponse,
+    Operation,
+    Reference,
+    RequestBody,
+    Schema,
+    SecurityScheme,
+)
+from litestar.openapi.spec.enums import OpenAPIType
+
+import app.api
+from app.api.pagination import CURSOR_PATTERN, MAX_LIMIT
+from app.api.problems import PROBLEM_JSON, Problem
+
+API_KEY_SCHEME = "apiKey"
+# What each problem status means, as the document says it.
+MEANINGS = {
+    400: "The body is not JSON, or is empty.",
+    401: "No API key, an unknown one, or a revoked one.",
+    404: "No such object in your project (named in the path, or by `errors` in the body).",
+    409: "The request conflicts with the object's state (the detail says how).",
+    413: "The body is over this endpoint's limit.",
+    415: "The body is not in a media type this endpoint reads.",
+    422: "The request is not valid: `errors` names each bad field or parameter.",
+    429: "Over the key's request rate or a project quota; see Retry-After.",
+    503: "The server is busy (no database connection, or too many waiting requests); see "
+    "Retry-After.",
+}
+# Every /api/v1 operation may answer these: authentication, rates, a busy server.
+EVERY_OPERATION = (401, 429, 503)
+_BODY = (400, 413, 422)
+# What each operation answers besides its success and EVERY_OPERATION. A test checks that every
+# operation of the app is here, so a new one cannot go undocumented.
+ERRORS: dict[str, tuple[int, ...]] = {
+    "listAgents": (422,),
+    "createAgent": _BODY,
+    "getAgent": (404,),
+    "updateAgent": (*_BODY, 404),
+    "deleteAgent": (404,),
+    "invokeAgent": (*_BODY, 404, 409),
+    "listDatasets": (422,),
+    "createDataset": _BODY,
+    "getDataset": (404,),
+    "updateDataset": (*_BODY, 404),
+    "deleteDataset": (404, 409),
+    "listTestCases": (404, 422),
+    "createTestCase": (*_BODY, 404, 409),
+    "importTestCases": (*_BODY, 404, 409, 415),
+    "exportTestCases": (404,),
+    "getTestCase": (404,),
+    "updateTestCase": (*_BODY, 404),
+    "deleteTestCase": (404,),
+    "previewTestCase": (*_BODY, 404),
+    "previewChecks": _BODY,
+    "listRuns": (404, 422),
+    "createRun": (*_BODY, 404, 409),
+    "getRun": (404, 422),
+    "runEvents": (404,),
+    "cancelRun": (404,),
+    "listRunResults": (404, 422),
+    "postRunResults": (*_BODY, 404, 409),
+    "getJudgeSettings": (),
+    "updateJudgeSettings": _BODY,
+}
+
+# Each operation that creates an object: the path parameter naming it, where its id is in the
+# answer, and the operations that take it.
+LINKS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "createAgent": (
+        "agent_id",
+        "$response.body#/id",
+        ("getAgent", "updateAgent", "deleteAgent", "invokeAgent"),
+    ),
+    "createDataset": (
+        "dataset_id",
+        "$response.body#/id",
+        (
+            "getDataset",
+            "updateDataset",
+            "deleteDataset",
+            "listTestCases",
+            "createTestCase",
+            "importTestCases",
+            "exportTestCases",
+        ),
+    ),
+    "createTestCase": (
+        "test_case_id",
+        "$response.body#/id",
+        ("getTestCase", "updateTestCase", "deleteTestCase", "previewTestCase"),
+    ),
+    "createRun": (
+        "run_id",
+        "$response.body#/run_id",
+        ("getRun", "runEvents", "cancelRun", "listRunResults"),
+    ),
+}
+
+
+def complete(app: Litestar, priced_models: Iterable[str]) -> None:
+    """Complete the app's (cached) OpenAPI document in place; `priced_models` are the judge
+    models this server has a price for, the only ones a project may choose."""
+    document = app.openapi_schema
+    document.components = document.components or Components()
+    document.components.schemas = _msgspec_schemas()
+    _only_priced_models(document.components.schemas, sorted(priced_models))
+    document.components.security_schemes = {
+        API_KEY_SCHEME: SecurityScheme(
+            type="apiKey",
+            name="x-api-key",
+            security_scheme_in="header",
+            description="A project API key (`Authorization: Bearer` works too).",
+        )
+    }
+    for path, method, operation in _operations(document):
+        _complete_operation(path, method, operation)
+
+
+def _operations(document: OpenAPI) -> list[tuple[str, str, Operation]]:
+    found = []
+    for path, item in (document.paths or {}).items():
+        for method in ("get", "post", "put", "patch", "delete"):
+            operation = getattr(item, method, None)
+            if operation is not None:
+                found.append((path, method, operation))
+    return found
+
+
+def _complete_operation(path: str, method: str, operation: Operation) -> None:
+    responses: dict[str, Any] = dict(operation.responses or {})
+    responses.pop("400", None)  # Litestar's generic entry, of a body shape we never send
+    if path.startswith("/api/v1"):
+        operation.security = [{API_KEY_SCHEME: []}]
+        for status in (*EVERY_OPERATION, *ERRORS[operation.operation_id or ""]):
+            responses[str(status)] = _problem(MEANINGS[status])
+    _SPECIAL.get(operation.operation_id or "", _nothing)(operation, responses)
+    _add_links(operation.operation_id or "", responses)
+    for parameter in operation.parameters or []:
+        exact = _PARAMETERS.get(getattr(parameter, "name", ""))
+        if exact is not None:
+            parameter.schema = exact  # type: ignore[union-attr]
+    operation.responses = responses
+
+
+def _add_links(operation_id: str, responses: dict[str, Any]) -> None:
+    """What a client can do next with the object an operation created."""
+    created = LINKS.get(operation_id)
+    if created is None:
+        return
+    parameter, expression, next_operations = created
+    responses["201"].links = {
+        next_operation: Link(operation_id=next_operation, parameters={parameter: expression})
+        for next_operation in next_operations
+    }
+
+
+def _problem(description: str) -> OpenAPIResponse:
+    return OpenAPIResponse(
+        description=description,
+        content={PROBLEM_JSON: OpenAPIMediaType(schema=_ref("Problem"))},
+    )
+
+
+def _ref(name: str) -> Reference:
+    return Reference(ref=f"#/components/schemas/{name}")
+
+
+def _json(description: str, schema: Schema | Reference) -> OpenAPIResponse:
+    return OpenAPIResponse(
+        description=description, content={"application/json": OpenAPIMediaType(schema=schema)}
+    )
+
+
+def _created_run(operation: Operation, responses: dict[str, Any]) -> None:
+    created = Schema(one_of=[_ref("CreatedCiRun"), _ref("CreatedServerRun")])
+    responses["201"] = _json("The run: CI mode lists its cases, server mode is queued.", created)
+
+
+def _posted_results(operation: Operation, responses: dict[str, Any]) -> None:
+    responses["202"] = _json(
+        "Stored; the AI judge is still judging: long-poll the run.", _ref("StillJudging")
+    )
+
+
+def _events(operation: Operation, responses: dict[str, Any]) -> None:
+    # In OpenAPI 3.1 the schema of an event stream describes each event.
+    event = Schema(
+        type=OpenAPIType.OBJECT,
+        required=["event", "data"],
+        properties={
+            "event": Schema(type=OpenAPIType.STRING, enum=["progress", "final", "reconnect"]),
+            "data": Schema(
+                type=OpenAPIType.STRING,
+                content_media_type="application/json",
+                content_schema=_ref("Run"),
+                description="The run, as GET /eval-runs/{run_id} shows it.",
+            ),
+            "retry": Schema(type=OpenAPIType.INTEGER, minimum=0),
+        },
+    )
+    responses["200"] = OpenAPIResponse(
+        description="`progress` as the run moves, then `final` (or `reconnect` when the "
+        "stream has lasted its limit; keepalive comments between).",
+        content={"text/event-stream": OpenAPIMediaType(schema=event)},
+    )
+
+
+def _import(operation: Operation, responses: dict[str, Any]) -> None:
+    lines = Schema(type=OpenAPIType.STRING, description="One test case (a JSON object) per line.")
+    operation.request_body = RequestBody(
+        required=True,
+        content={
+            media_type: OpenAPIMediaType(schema=lines)
+            for media_type in ("application/x-ndjson", "application/jsonl")
+        },
+    )
+
+
+def _ready(operation: Operation, responses: dict[str, Any]) -> None:
+    responses["503"] = _json("The database or Redis does not answer.", _ref("Readiness"))
+
+
+def _nothing(operation: Operation, responses: dict[str, Any]) -> None:
+    return None
+
+
+_SPECIAL = {
+    "createRun": _created_run,
+    "postRunResults": _posted_results,
+    "runEvents": _events,
+    "importTestCases": _import,
+    "ready": _ready,
+}
+_PARAMETERS = {
+    "limit": Schema(type=OpenAPIType.INTEGER, minimum=1, maximum=MAX_LIMIT, default=50),
+    "cursor": Schema(type=OpenAPIType.STRING, pattern=CURSOR_PATTERN),
+    "wait_s": Schema(type=OpenAPIType.NUMBER, minimum=0, maximum=120, default=0),
+}
+
+
+def _only_priced_models(schemas: dict[str, Any], models: list[str]) -> None:
+    model = schemas["JudgeSettingsUpdate"]["properties"]["model"]
+    model["anyOf"] = [
+        {"type": "string", "enum": models} if option.get("type") == "string" else option
+        for option in model["anyOf"]
+    ]
+
+
+def _msgspec_schemas() -> dict[str, Any]:
+    """Every Struct the API speaks, as msgspec itself describes (and enforces) it."""
+    _, components = msgspec.json.schema_components(
+        _api_structs(), ref_template="#/components/schemas/{name}"
+    )
+    return components
+
+
+def _api_structs() -> list[type[msgspec.Struct]]:
+    structs: list[type[msgspec.Struct]] = [Problem]
+    for module_info in pkgutil.iter_modules(app.api.__path__, "app.api."):
+        module = importlib.import_module(module_info.name)
+        structs += [
+            value
+            for value in vars(module).values()
+            if inspect.isclass(value)
+            and issubclass(value, msgspec.Struct)
+            and value.__module__ == module.__name__
+        ]
+    return structs
