@@ -93,7 +93,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
 
 # Each setting read from the environment, by field; its default is the field's own.
-_ENVIRONMENT = {
+ENVIRONMENT_VARIABLES = {
     "db_pool_min": "AGENTLASSO_DB_POOL_MIN",
     "db_pool_max": "AGENTLASSO_DB_POOL_MAX",
     "db_acquire_timeout_s": "AGENTLASSO_DB_ACQUIRE_TIMEOUT_S",
@@ -171,7 +171,7 @@ def load_settings() -> Settings:
         "judge_prices": _prices_env("AGENTLASSO_JUDGE_PRICES"),
     }
     for field in msgspec.structs.fields(Settings):
-        name = _ENVIRONMENT.get(field.name)
+        name = ENVIRONMENT_VARIABLES.get(field.name)
         raw = os.environ.get(name) if name else None
         # Empty is unset, but for a list, where it is the empty list.
         if name and raw is not None and (raw or field.type == tuple[str, ...]):

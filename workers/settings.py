@@ -41,7 +41,10 @@ async def startup(ctx: dict[str, Any]) -> None:
     concurrency = int(ctx.get("concurrency") or DEFAULT_CONCURRENCY)
     # A lane waits longer than a request would: a worker has nobody to answer 503 to.
     pool = await create_pool(
-        settings.database_url, min_size=2, max_size=10, acquire_timeout_s=WORKER_ACQUIRE_TIMEOUT_S
+        settings.database_url,
+        min_size=settings.db_pool_min,
+        max_size=settings.db_pool_max,
+        acquire_timeout_s=WORKER_ACQUIRE_TIMEOUT_S,
     )
     agent_client = AgentClient(
         max_connections=concurrency,
