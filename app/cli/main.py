@@ -9,7 +9,7 @@ from pathlib import Path
 
 from app.cli.server import add_server_commands
 
-ENVIRONMENT_VARIABLES = (
+GATE_COMMAND_HELP = (
     "Reads AGENTLASSO_URL (default http://127.0.0.1:8000) and AGENTLASSO_API_KEY. Exits 0 when"
     " the gate passes, 1 when it fails, 2 when AgentLasso cannot be reached or the run failed."
 )
@@ -95,7 +95,7 @@ def _add_ci(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "ci",
         parents=[_gate_flags()],
         help="run a dataset as a CI gate, calling your agent from here",
-        description=ENVIRONMENT_VARIABLES,
+        description=GATE_COMMAND_HELP,
     )
     agent = ci.add_mutually_exclusive_group(required=True)
     agent.add_argument("--agent-url", help="POST each case to this URL")
@@ -113,7 +113,7 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "run",
         parents=[_gate_flags()],
         help="run a dataset against a registered agent (the platform calls it)",
-        description=ENVIRONMENT_VARIABLES,
+        description=GATE_COMMAND_HELP,
     )
     run.add_argument("--agent", required=True, help="the registered agent's id")
     run.add_argument("--wait", action="store_true", help="follow the run and gate on it")
