@@ -19,6 +19,8 @@ import httpx
 import msgspec
 
 T = TypeVar("T")
+# The most results one POST /eval-run-results may carry (the server's MAX_RESULTS_PER_POST).
+MAX_RESULTS_PER_POST = 10_000
 PageT = TypeVar("PageT", "ResultPage", "TestCasePage")
 
 

@@ -25,6 +25,7 @@ from app.engine.upkeep import (
     watch_cancellations,
 )
 from app.engine.worker_state import WorkerState
+from app.off_loop import leave_startup_out_of_collections
 from app.secrets_box import require_secret_key
 
 DEFAULT_CONCURRENCY = 100
@@ -38,6 +39,7 @@ WORKER_ACQUIRE_TIMEOUT_S = 60.0
 async def startup(ctx: dict[str, Any]) -> None:
     """Open the clients the lanes share and start the worker's background duties."""
     settings = load_settings()
+    leave_startup_out_of_collections()  # short collections: heartbeats keep their time
     concurrency = int(ctx.get("concurrency") or DEFAULT_CONCURRENCY)
     # A lane waits longer than a request would: a worker has nobody to answer 503 to.
     pool = await create_pool(

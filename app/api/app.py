@@ -28,12 +28,13 @@ from app.api.preview import PreviewController
 from app.api.problems import EXCEPTION_HANDLERS
 from app.api.run_results import PostedResultsController, RunResultsController
 from app.api.runs import RunController
-from app.api.strict_bodies import refuse_lax_bodies
+from app.api.strict_bodies import read_bodies_strictly
 from app.api.test_cases import DatasetTestCaseController, TestCaseController
 from app.config import Settings, load_settings
 from app.coordination.rate_limits import TokenBucket
 from app.coordination.run_watch import RunWatcher
 from app.db.pool import create_pool
+from app.off_loop import leave_startup_out_of_collections
 from app.secrets_box import require_secret_key
 from app.services.platform import Platform
 
@@ -57,6 +58,7 @@ def _lifespan(
 async def open_platform(settings: Settings) -> Platform:
     """Connect to PostgreSQL and Redis and start listening for run events."""
     secret_key = require_secret_key(settings)
+    leave_startup_out_of_collections()
     pool = await create_pool(
         settings.database_url,
         min_size=settings.db_pool_min,
@@ -135,7 +137,7 @@ def api_router() -> Router:
             JudgeSettingsController,
         ],
         guards=[require_api_key],
-        before_request=refuse_lax_bodies,
+        before_request=read_bodies_strictly,
         dependencies={"project_id": Provide(provide_project_id, sync_to_thread=False)},
     )
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from app.cli.server import add_server_commands
+from app.client import MAX_RESULTS_PER_POST
 
 GATE_COMMAND_HELP = (
     "Reads AGENTLASSO_URL (default http://127.0.0.1:8000) and AGENTLASSO_API_KEY. Exits 0 when"
@@ -81,6 +82,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _batch_size(text: str) -> int:
+    value = _positive(text)
+    if value > MAX_RESULTS_PER_POST:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_RESULTS_PER_POST:,}")
+    return value
+
+
 def _gate_flags() -> argparse.ArgumentParser:
     """The flags `ci` and `run` share: which dataset, the gate, and the JUnit file."""
     shared = argparse.ArgumentParser(add_help=False)
@@ -103,7 +111,12 @@ def _add_ci(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--agent-cmd", help="run this command per case: request on stdin, answer on stdout"
     )
     ci.add_argument("--concurrency", type=_positive, default=8, help="agent calls at once")
-    ci.add_argument("--batch-size", type=_positive, default=500, help="results per POST")
+    ci.add_argument(
+        "--batch-size",
+        type=_batch_size,
+        default=500,
+        help=f"results per POST (at most {MAX_RESULTS_PER_POST:,})",
+    )
     ci.add_argument("--timeout", type=float, default=30.0, help="seconds per agent call")
     ci.set_defaults(handler=_ci)
 

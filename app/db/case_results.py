@@ -16,6 +16,7 @@ from app.domain.case_results import AwaitingJudge, JudgedResult, NewResult, Repo
 from app.domain.judging import JudgeRecord
 from app.domain.results import CaseResult, CheckResult, UngradedItem
 from app.domain.runs import ResultFlags
+from app.off_loop import in_slices, off_loop_when_many
 
 # The NewResult struct's fields are the columns a result is written with.
 RESULT_COLUMNS = NewResult.__struct_fields__
@@ -165,7 +166,7 @@ async def copy_results(connection: Connection, results: Sequence[NewResult]) -> 
     """Store new results through COPY."""
     await connection.copy_records_to_table(
         "case_results",
-        records=[msgspec.structs.astuple(result) for result in results],
+        records=in_slices(msgspec.structs.astuple(result) for result in results),
         columns=RESULT_COLUMNS,
     )
 
@@ -243,4 +244,5 @@ async def results_of_cases(
     executor: Executor, run_id: UUID, test_case_ids: list[UUID]
 ) -> list[StoredResult]:
     """The stored results of these cases (trial 1: CI mode)."""
-    return [_stored(row) for row in await executor.fetch(_BY_IDS, run_id, test_case_ids)]
+    rows = await executor.fetch(_BY_IDS, run_id, test_case_ids)
+    return await off_loop_when_many(len(rows), lambda: [_stored(row) for row in rows])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 from uuid import UUID
 
@@ -14,6 +15,7 @@ from app.domain.results import Gate
 from app.domain.runs import Counters, Run, RunMode, RunStatus
 from app.domain.test_cases import PinnedCase
 from app.grading import run_gate, settled_status
+from app.off_loop import off_loop_when_many
 
 # The Run struct's fields are the columns: a row converts with Run(**row).
 RUN_COLUMNS = ", ".join(Run.__struct_fields__)
@@ -117,6 +119,8 @@ ORDER BY p.position
 LIMIT $3
 """
 
+# Cases fetched per query when a CI batch is graded.
+PINNED_PAGE = 2_000
 _PINNED_CASES_BY_ID = """
 SELECT p.position, p.test_case_id, p.revision_id, r.input, r.checks_version, r.checks,
        r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
@@ -269,7 +273,16 @@ async def pinned_cases_by_id(
     connection: Connection, run_id: UUID, test_case_ids: list[UUID]
 ) -> dict[UUID, PinnedCase]:
     """The pinned revisions of these cases by id (those not in the run are simply absent)."""
-    rows = await connection.fetch(_PINNED_CASES_BY_ID, run_id, test_case_ids)
+    pinned: dict[UUID, PinnedCase] = {}
+    # A page at a time: the rows of one result are decoded in one go, holding the event loop.
+    for start in range(0, len(test_case_ids), PINNED_PAGE):
+        page = test_case_ids[start : start + PINNED_PAGE]
+        rows = await connection.fetch(_PINNED_CASES_BY_ID, run_id, page)
+        pinned |= await off_loop_when_many(len(rows), functools.partial(_pinned_by_id, rows))
+    return pinned
+
+
+def _pinned_by_id(rows: list[asyncpg.Record]) -> dict[UUID, PinnedCase]:
     return {row["test_case_id"]: _pinned(row) for row in rows}
 
 

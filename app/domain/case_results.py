@@ -15,14 +15,14 @@ from app.domain.runs import ResultFlags
 from app.domain.test_cases import TestCaseContent
 
 
-class Reported(msgspec.Struct, frozen=True, kw_only=True):
+class Reported(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """What the agent did, as reported; a field left UNSET was not reported at all."""
 
     actual_output: Any = msgspec.UNSET
     actual_tool_calls: Any = msgspec.UNSET
 
 
-class StoredResult(msgspec.Struct, frozen=True, kw_only=True):
+class StoredResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One (test case, trial) of a run, as stored."""
 
     seq: int
@@ -57,7 +57,7 @@ class StoredResult(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-class NewResult(msgspec.Struct, frozen=True, kw_only=True):
+class NewResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A result about to be stored; the field names and order are the table's columns."""
 
     run_id: UUID

@@ -26,7 +26,12 @@ Criterion = Annotated[str, msgspec.Meta(min_length=1, max_length=10_000)]
 
 
 class _Check(
-    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="type"
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    tag_field="type",
+    gc=False,
 ):
     # `id` is None only until `assign_check_ids` runs at write time; stored checks always have one.
     id: CheckId | None = None

@@ -13,7 +13,7 @@ Outcome = Literal["passed", "failed", "not_graded"]
 UngradedKind = Literal["free_text_rubric_item", "unreadable_criterion"]
 
 
-class ToolCall(msgspec.Struct, frozen=True):
+class ToolCall(msgspec.Struct, frozen=True, gc=False):
     """One tool call the agent made; only `name` is ever compared."""
 
     name: str
@@ -21,7 +21,7 @@ class ToolCall(msgspec.Struct, frozen=True):
     arguments: Any = None
 
 
-class Observation(msgspec.Struct, frozen=True, kw_only=True):
+class Observation(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """What the agent did and said on one case, as far as it was reported."""
 
     # None: the reply was not reported. "" is a reply (an empty one).
@@ -34,7 +34,7 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True):
     agent_error: str | None = None
 
 
-class JudgeVerdict(msgspec.Struct, frozen=True, kw_only=True):
+class JudgeVerdict(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """An AI judge's answer for one check, or the reason there is none; supplied from outside."""
 
     passed: bool | None = None
@@ -65,7 +65,7 @@ class JudgeVerdict(msgspec.Struct, frozen=True, kw_only=True):
         return cls(not_graded_reason=reason)
 
 
-class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
+class CheckResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One check's outcome: passed, failed or not graded, with a detail a person acts on."""
 
     id: str
@@ -80,7 +80,7 @@ class CheckResult(msgspec.Struct, frozen=True, kw_only=True):
     reasoning: str | None = None
 
 
-class UngradedItem(msgspec.Struct, frozen=True, kw_only=True):
+class UngradedItem(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Something a case asks for that is not a check (a free-text rubric item): never graded."""
 
     kind: UngradedKind
@@ -90,7 +90,7 @@ class UngradedItem(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
-class CaseResult(msgspec.Struct, frozen=True, kw_only=True):
+class CaseResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One case's grade: its score, pass, whether it was graded, and each check's result."""
 
     score: float | None

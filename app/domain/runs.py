@@ -95,7 +95,7 @@ class Run(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-class ResultFlags(msgspec.Struct, frozen=True, kw_only=True):
+class ResultFlags(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """What one case result counts for in its run's counters."""
 
     graded: bool
@@ -134,14 +134,17 @@ class Counters(msgspec.Struct, frozen=True, kw_only=True):
     @classmethod
     def replacing(cls, removed: Iterable[ResultFlags], added: Iterable[ResultFlags]) -> Counters:
         """How the counters move when `added` results replace `removed` ones."""
-        new, old = cls.counting(added), cls.counting(removed)
-        return cls(
-            done=new.done - old.done,
-            graded=new.graded - old.graded,
-            passed=new.passed - old.passed,
-            errored=new.errored - old.errored,
-            no_checks=new.no_checks - old.no_checks,
-            judge_pending=new.judge_pending - old.judge_pending,
+        return cls.counting(added).less(cls.counting(removed))
+
+    def less(self, other: Counters) -> Counters:
+        """These counts with another's taken away."""
+        return Counters(
+            done=self.done - other.done,
+            graded=self.graded - other.graded,
+            passed=self.passed - other.passed,
+            errored=self.errored - other.errored,
+            no_checks=self.no_checks - other.no_checks,
+            judge_pending=self.judge_pending - other.judge_pending,
         )
 
 

@@ -17,7 +17,7 @@ CaseInput = Annotated[str, msgspec.Meta(max_length=1_000_000)] | dict[str, Any]
 ChecksVersion = Annotated[int, msgspec.Meta(ge=1, le=2_147_483_647)]
 
 
-class TestCaseContent(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class TestCaseContent(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """Everything one revision of a test case holds; a run grades exactly this."""
 
     __test__ = False  # not a pytest class
@@ -103,7 +103,7 @@ class TestCase(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: datetime
 
 
-class PinnedCase(msgspec.Struct, frozen=True, kw_only=True):
+class PinnedCase(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A case as a run holds it: the revision pinned when the run was created."""
 
     # 1-based, in dataset order when the run was created.

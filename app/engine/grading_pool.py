@@ -32,6 +32,12 @@ class TimeBudget:
         return time.monotonic() > self._deadline
 
 
+def batch_budget_s(per_thousand_s: float, cases: int) -> float:
+    """A batch's grading budget: the per-request budget for every thousand cases it holds (a
+    large honest batch is graded whole; a hostile one is still bounded by its size)."""
+    return per_thousand_s * max(1, -(-cases // 1000))
+
+
 async def grade_off_loop(work: Callable[[Callable[[], bool]], T], budget_s: float) -> T:
     """Run `work(out_of_time)` on a grading thread, its budget starting when it starts."""
     return await asyncio.get_running_loop().run_in_executor(

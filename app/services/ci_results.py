@@ -14,15 +14,16 @@ from app.db import case_results
 from app.db import chunks as chunk_rows
 from app.db import runs as run_rows
 from app.db.pool import Connection
-from app.domain.case_results import NewResult, Reported
+from app.domain.case_results import NewResult, Reported, StoredResult
 from app.domain.results import CaseResult
 from app.domain.runs import ChunkRef, Counters, Run
 from app.domain.stored_text import nul_problems
 from app.domain.test_cases import PinnedCase, TestCaseContent
-from app.engine.grading_pool import grade_off_loop
+from app.engine.grading_pool import batch_budget_s, grade_off_loop
 from app.engine.judging import immediate_verdicts
 from app.errors import Conflict, FieldError, InvalidInput, NotFound
 from app.grading import grade_case, observation_from_wire
+from app.off_loop import off_loop_when_many
 from app.queue import enqueue_quietly
 from app.services import judge_settings
 from app.services.platform import Platform
@@ -33,12 +34,16 @@ MAX_JUDGE_WAIT_S = 120
 JUDGE_CHUNK = 10
 
 
-class PostedResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One case's result as a client posted it; absent fields stay UNSET."""
+class PostedResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, gc=False):
+    """One case's result as a client posted it; absent fields stay UNSET.
+
+    What the agent said and did is kept as the JSON it came as, read only while its case is
+    graded and stored as it is: otherwise a batch holds tens of thousands of lists and dicts,
+    which every garbage collection walks (pausing every request) while the batch is handled."""
 
     test_case_id: str
-    actual_output: Any = msgspec.UNSET
-    actual_tool_calls: Any = msgspec.UNSET
+    actual_output: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    actual_tool_calls: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     # An extension for clients like `agentlasso ci`: the call to the agent failed, and why.
     agent_error: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
 
@@ -47,7 +52,7 @@ class PostedResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
         return Reported(actual_output=self.actual_output, actual_tool_calls=self.actual_tool_calls)
 
 
-class GradedCase(msgspec.Struct, frozen=True, kw_only=True):
+class GradedCase(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A posted case with its grade."""
 
     test_case_id: str
@@ -59,6 +64,8 @@ class RecordedBatch(msgspec.Struct, frozen=True, kw_only=True):
 
     run: Run
     graded: list[GradedCase]
+    # The ids of the graded cases, in the batch's order.
+    case_ids: list[UUID] = msgspec.field(default_factory=list)
     # Judge chunks to enqueue once stored, for the cases whose judge checks wait for verdicts.
     judge_work: list[ChunkRef] = msgspec.field(default_factory=list)
     # The wait for verdicts ran out: the grades are provisional, the client long-polls the run.
@@ -92,20 +99,33 @@ def grade_posted(
 ) -> tuple[CaseResult, bool]:
     """Grade one posted result; True when its AI judge checks must wait for verdicts."""
     observation = observation_from_wire(
-        posted.actual_output, posted.actual_tool_calls, agent_error=posted.agent_error
+        _read(posted.actual_output), _read(posted.actual_tool_calls), agent_error=posted.agent_error
     )
     verdicts, pending = immediate_verdicts(content, observation, judge_configured)
     return grade_case(content, observation, verdicts, out_of_time), pending
 
 
-def _parse_case_ids(results: list[PostedResult]) -> tuple[list[UUID | None], list[UUID]]:
+class _CheckedBatch(msgspec.Struct, frozen=True):
+    """A batch's problems, and each posted case's id as a UUID (None when it is not one)."""
+
+    problems: list[FieldError]
+    parsed: list[UUID | None]
+    case_ids: list[UUID]
+
+
+def _read(raw: msgspec.Raw | msgspec.UnsetType) -> Any:
+    return raw if raw is msgspec.UNSET else msgspec.json.decode(raw)
+
+
+def _check_batch(results: list[PostedResult]) -> _CheckedBatch:
     parsed: list[UUID | None] = []
     for posted in results:
         try:
             parsed.append(UUID(posted.test_case_id))
         except ValueError:
             parsed.append(None)
-    return parsed, [case_id for case_id in parsed if case_id is not None]
+    case_ids = [case_id for case_id in parsed if case_id is not None]
+    return _CheckedBatch(batch_problems(results), parsed, case_ids)
 
 
 def _not_in_run(
@@ -124,30 +144,38 @@ def _not_in_run(
 async def record_results(
     platform: Platform, project_id: UUID, run_id: UUID, results: list[PostedResult]
 ) -> RecordedBatch:
-    """Grade and store a batch; a case posted again replaces its earlier result."""
-    problems = batch_problems(results)
-    if problems:
-        raise InvalidInput("Some posted results cannot be recorded.", problems)
-    parsed, case_ids = _parse_case_ids(results)
+    """Grade and store a batch; a case posted again replaces its earlier result.
+
+    Every pass over the batch runs off the event loop (a batch may hold 10,000 results)."""
+    checked = await off_loop_when_many(len(results), lambda: _check_batch(results))
+    if checked.problems:
+        raise InvalidInput("Some posted results cannot be recorded.", checked.problems)
     judge_configured = await judge_settings.judge_configured(platform, project_id)
     async with platform.pool.acquire() as connection:
         run = await run_rows.get_run(connection, project_id, run_id)
         if run is None:
             raise NotFound("No run with this id in your project.")
-        pinned = await run_rows.pinned_cases_by_id(connection, run_id, case_ids)
-    missing = _not_in_run(results, parsed, pinned)
-    if missing:
-        raise InvalidInput(f"{len(missing)} posted test case(s) are not in this run.", missing)
+        pinned = await run_rows.pinned_cases_by_id(connection, run_id, checked.case_ids)
     # Graded with no connection held: a hostile pattern may take the whole budget.
-    graded, rows = await grade_off_loop(
+    graded = await grade_off_loop(
         lambda out_of_time: _grade_batch(
-            run_id, results, parsed, pinned, judge_configured, out_of_time
+            run_id, results, checked.parsed, pinned, judge_configured, out_of_time
         ),
-        platform.settings.grading_budget_s,
+        batch_budget_s(platform.settings.grading_budget_s, len(results)),
     )
     async with platform.pool.acquire() as connection, connection.transaction():
-        run, judge_work = await _store_batch(connection, project_id, run_id, case_ids, rows)
-    return RecordedBatch(run=run, graded=graded, judge_work=judge_work)
+        run, judge_work = await _store_batch(connection, project_id, run_id, checked, graded)
+    return RecordedBatch(
+        run=run, graded=graded.cases, case_ids=checked.case_ids, judge_work=judge_work
+    )
+
+
+class _GradedBatch(msgspec.Struct, frozen=True):
+    """A batch graded: the answer's cases, the rows to store, and what they count for."""
+
+    cases: list[GradedCase]
+    rows: list[NewResult]
+    counts: Counters
 
 
 def _grade_batch(
@@ -157,7 +185,10 @@ def _grade_batch(
     pinned: Mapping[UUID, PinnedCase],
     judge_configured: bool,
     out_of_time: Callable[[], bool],
-) -> tuple[list[GradedCase], list[NewResult]]:
+) -> _GradedBatch:
+    missing = _not_in_run(results, parsed, pinned)
+    if missing:
+        raise InvalidInput(f"{len(missing)} posted test case(s) are not in this run.", missing)
     graded: list[GradedCase] = []
     new_results: list[NewResult] = []
     for posted, case_id in zip(results, parsed, strict=True):
@@ -171,15 +202,16 @@ def _grade_batch(
                 agent_error=posted.agent_error, judge_pending=pending,
             )
         )  # fmt: skip
-    return graded, new_results
+    counts = Counters.counting(result.flags() for result in new_results)
+    return _GradedBatch(graded, new_results, counts)
 
 
 async def _store_batch(
     connection: Connection,
     project_id: UUID,
     run_id: UUID,
-    case_ids: list[UUID],
-    new_results: list[NewResult],
+    checked: _CheckedBatch,
+    graded: _GradedBatch,
 ) -> tuple[Run, list[ChunkRef]]:
     # The run row lock serialises batches of one run, so the counter deltas stay exact.
     run = await run_rows.lock_run(connection, project_id, run_id)
@@ -188,12 +220,12 @@ async def _store_batch(
         raise Conflict("The run was cancelled; it takes no more results.")
     if run.mode != "ci":
         raise Conflict("This run calls the agent itself (server mode); it takes no posted results.")
-    replaced = await case_results.delete_replaced(connection, run_id, 1, case_ids)
-    await case_results.copy_results(connection, new_results)
-    added = [result.flags() for result in new_results]
-    run = await run_rows.apply_counts(connection, run_id, Counters.replacing(replaced, added))
-    waiting = any(flags.judge_pending for flags in added)
-    judge_work = await _judge_chunks(connection, run_id, case_ids) if waiting else []
+    replaced = await case_results.delete_replaced(connection, run_id, 1, checked.case_ids)
+    await case_results.copy_results(connection, graded.rows)
+    delta = graded.counts.less(Counters.counting(replaced))
+    run = await run_rows.apply_counts(connection, run_id, delta)
+    waiting = graded.counts.judge_pending > 0
+    judge_work = await _judge_chunks(connection, run_id, checked.case_ids) if waiting else []
     return await run_rows.store_gate(connection, run), judge_work
 
 
@@ -220,7 +252,7 @@ async def record_and_judge(
     if not batch.judge_work:
         return batch
     settings = platform.settings
-    case_ids = [UUID(case.test_case_id) for case in batch.graded]
+    case_ids = batch.case_ids
     limit_s = settings.judge_wait_s if wait_s is None else min(wait_s, MAX_JUDGE_WAIT_S)
     async with platform.watcher.subscribe(run_id, project_id) as events:
         # Subscribed before the work is queued, so no verdict can land unseen.
@@ -231,10 +263,17 @@ async def record_and_judge(
     if not judged:
         return RecordedBatch(run=run, graded=batch.graded, waiting=True)
     stored = await case_results.results_of_cases(platform.pool, run_id, case_ids)
+    graded = await off_loop_when_many(len(stored), lambda: _judged(batch.graded, stored))
+    return RecordedBatch(run=run, graded=graded, case_ids=case_ids)
+
+
+def _judged(graded: list[GradedCase], stored: list[StoredResult]) -> list[GradedCase]:
+    """The batch's cases, in its order, with their grades as stored after judging."""
     by_id = {result.test_case_id: result.result for result in stored}
-    graded = [GradedCase(test_case_id=case.test_case_id, result=by_id[UUID(case.test_case_id)])
-              for case in batch.graded]  # fmt: skip
-    return RecordedBatch(run=run, graded=graded)
+    return [
+        GradedCase(test_case_id=case.test_case_id, result=by_id[UUID(case.test_case_id)])
+        for case in graded
+    ]
 
 
 async def _verdicts_in(

@@ -8,13 +8,17 @@ what to call next with what an operation created.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 
 from app.api.app import create_app
 from app.api.openapi import ERRORS, EVERY_OPERATION, LINKS
+from app.api.run_results import MAX_RESULTS_PER_POST
+from app.api.strict_bodies import SLICED_ABOVE_BYTES
 from app.config import Settings
 from tests.support.api import create_dataset
 from tests.support.assertions import assert_problem
@@ -114,3 +118,52 @@ async def test_the_judge_models_described_are_the_ones_priced(
     assert chosen.json()["effective_model"] == described[-1]
     unpriced = await client.patch("/api/v1/judge-settings", json={"model": "claude-unpriced"})
     assert_problem(unpriced, 422, pointer="/model")
+
+
+async def test_a_large_batch_is_read_as_strictly_as_a_small_one(client: httpx.AsyncClient) -> None:
+    # Over SLICED_ABOVE_BYTES a batch is decoded a slice at a time; what it accepts and refuses,
+    # and where it says the problem is, is the same.
+    cases = 3_000
+    dataset = await create_dataset(client)
+    check = {"type": "output_contains", "value": "ok"}
+    lines = b"".join(
+        msgspec.json.encode({"input": f"case {n}", "checks": [check]}) + b"\n" for n in range(cases)
+    )
+    imported = await client.post(
+        f"/api/v1/datasets/{dataset['id']}/test-cases/import",
+        content=lines,
+        headers={"content-type": "application/x-ndjson"},
+    )
+    assert imported.status_code == 201, imported.text
+    run = (await client.post("/api/v1/eval-runs", json={"dataset_id": dataset["id"]})).json()
+    padding = "ok " + "." * 400
+    results: list[dict[str, Any]] = [
+        {"test_case_id": case["test_case_id"], "actual_output": padding, "actual_tool_calls": []}
+        for case in run["test_cases"]
+    ]
+    assert len(json.dumps({"run_id": run["run_id"], "results": results})) > SLICED_ABOVE_BYTES
+    wrongs = {2_500: ("agent_error", 5), 2_999: ("latency_ms", 120)}  # a str; no such field
+    for index, (field, wrong) in wrongs.items():
+        bad = [dict(result) for result in results]
+        bad[index][field] = wrong
+        refused = await client.post(
+            "/api/v1/eval-run-results", json={"run_id": run["run_id"], "results": bad}
+        )
+        assert_problem(refused, 422, pointer=f"/results/{index}/{field}")
+    accepted = await client.post(
+        "/api/v1/eval-run-results", json={"run_id": run["run_id"], "results": results}
+    )
+    assert accepted.status_code == 200, accepted.text[:500]
+    answer = accepted.json()
+    assert answer["counts"]["passed"] == cases and answer["ci_pass"] is True
+
+
+async def test_a_batch_holds_at_most_its_limit_of_results(client: httpx.AsyncClient) -> None:
+    results = [
+        {"test_case_id": str(n), "actual_output": "x"} for n in range(MAX_RESULTS_PER_POST + 1)
+    ]
+    refused = await client.post(
+        "/api/v1/eval-run-results", json={"run_id": "any", "results": results}
+    )
+    body = assert_problem(refused, 422, pointer="/results")
+    assert f"{MAX_RESULTS_PER_POST}" in body["errors"][0]["detail"]

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m tests.perf.bench_hostile api      # latency while hostile requests run
     .venv/bin/python -m tests.perf.bench_hostile worker   # heartbeats while hostile cases grade
+    .venv/bin/python -m tests.perf.bench_hostile batch    # latency while a huge CI batch is read
 
 `api`: for --seconds, four clients post previews of hostile patterns over 2 MB replies, twenty
 uploads send their headers and one line and then stall, and one client times GET /health and
@@ -11,22 +12,32 @@ an authenticated GET /api/v1/datasets?limit=1 every 20 ms. Target: p99 of both u
 patterns each; the benchmark watches every chunk's heartbeat in PostgreSQL. Target: no gap
 between two heartbeats of a chunk longer than the interval (a quarter of the stale time) plus a
 second, and no chunk re-issued.
+
+`batch`: one CI client posts the most results one request may hold (10,000, about 2.6 MB) while
+another process times GET /health and the small authenticated GET every 20 ms. Target: no
+request held more than ~50 ms (the batch is decoded in slices, graded and converted off the
+event loop, stored and answered in slices).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import asyncpg
 import httpx
 import msgspec
 
-from tests.perf.harness import delayed_agent, new_key, server_urls, worker_process
+from app.api.run_results import MAX_RESULTS_PER_POST
+from tests.perf.bench_ci_mode import agent_reply
+from tests.perf.harness import body_chunks, delayed_agent, new_key, server_urls, worker_process
 from tests.support.databases import drop_database, fresh_database
 from tests.support.processes import SECRET_KEY, api_process
 
@@ -103,6 +114,69 @@ async def api_scenario(base: str, key: str, seconds: float) -> None:
         print(f"GET {path}: {len(taken)} requests, {percentiles(taken)} (target p99 < 100 ms)")
 
 
+@contextmanager
+def timed_elsewhere(base: str, key: str) -> Iterator[dict[str, list[float]]]:
+    """timed_gets in a process of its own while the block runs; its samples when it ends."""
+    context = multiprocessing.get_context("spawn")
+    stop, answers = context.Event(), context.Queue()
+    probe = context.Process(target=_probe, args=(base, key, stop, answers))
+    probe.start()
+    samples: dict[str, list[float]] = {}
+    try:
+        yield samples
+    finally:
+        stop.set()
+        samples.update(answers.get(timeout=60))
+        probe.join()
+
+
+def _probe(base: str, key: str, stop: Any, answers: Any) -> None:
+    async def until_stopped() -> dict[str, list[float]]:
+        stopping = asyncio.Event()
+        timer = asyncio.create_task(timed_gets(base, key, stopping))
+        await asyncio.to_thread(stop.wait)
+        stopping.set()
+        return await timer
+
+    answers.put(asyncio.run(until_stopped()))
+
+
+async def batch_scenario(base: str, key: str, cases: int) -> None:
+    async with httpx.AsyncClient(base_url=base, headers={"x-api-key": key}, timeout=300) as http:
+        dataset = (await http.post("/api/v1/datasets", json={"name": "batch"})).json()
+        imported = await http.post(
+            f"/api/v1/datasets/{dataset['id']}/test-cases/import",
+            content=b"".join(body_chunks(cases, expectation=False)),
+            headers={"content-type": "application/x-ndjson"},
+        )
+        assert imported.status_code == 201, imported.text[:300]
+        run = (await http.post("/api/v1/eval-runs", json={"dataset_id": dataset["id"]})).json()
+        body = msgspec.json.encode(
+            {
+                "run_id": run["run_id"],
+                "results": [
+                    {"test_case_id": case["test_case_id"], **agent_reply(number)}
+                    for number, case in enumerate(run["test_cases"])
+                ],
+            }
+        )
+        # Timed from another process: this one is busy sending 26 MB and reading the answer.
+        with timed_elsewhere(base, key) as samples:
+            await asyncio.sleep(1)
+            started = time.perf_counter()
+            posted = await http.post(
+                "/api/v1/eval-run-results",
+                content=body,
+                headers={"content-type": "application/json"},
+            )
+            taken = time.perf_counter() - started
+            await asyncio.sleep(1)
+    assert posted.status_code == 200, posted.text[:300]
+    print(f"POST /eval-run-results: {cases:,} results, {len(body) / 1e6:.1f} MB, in {taken:.2f} s")
+    for path, times in samples.items():
+        print(f"GET {path} meanwhile: {len(times)} requests, {percentiles(times)}")
+
+
 def percentiles(taken: list[float]) -> str:
     ordered = sorted(taken)
     pick = {name: ordered[min(len(ordered) - 1, int(len(ordered) * q))]
@@ -176,7 +250,7 @@ async def watch_heartbeats(
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["api", "worker"])
+    parser.add_argument("scenario", choices=["api", "worker", "batch"])
     parser.add_argument("--seconds", type=float, default=20)
     args = parser.parse_args()
     with server_urls() as (postgres_url, redis_url):
@@ -192,6 +266,9 @@ def main() -> None:
                 key = new_key(database_url)
                 if args.scenario == "api":
                     asyncio.run(api_scenario(base_url, key, args.seconds))
+                    return
+                if args.scenario == "batch":
+                    asyncio.run(batch_scenario(base_url, key, MAX_RESULTS_PER_POST))
                     return
                 with delayed_agent(20, 1_000_000) as agent_url, worker_process(env, 100):
                     asyncio.run(worker_scenario(base_url, key, database_url, agent_url))

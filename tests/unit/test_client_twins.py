@@ -111,3 +111,7 @@ def _fields(shape: type[msgspec.Struct]) -> tuple[mi.Field, ...]:
     info = mi.type_info(shape)
     assert isinstance(info, mi.StructType)
     return info.fields
+
+
+def test_the_client_knows_how_many_results_a_post_may_carry() -> None:
+    assert client.MAX_RESULTS_PER_POST == run_results.MAX_RESULTS_PER_POST
