@@ -37,7 +37,7 @@ import msgspec
 
 from app.api.run_results import MAX_RESULTS_PER_POST
 from tests.perf.bench_ci_mode import agent_reply
-from tests.perf.harness import body_chunks, delayed_agent, new_key, server_urls, worker_process
+from tests.perf.harness import delayed_agent, imported_dataset, new_key, server_urls, worker_process
 from tests.support.databases import drop_database, fresh_database
 from tests.support.processes import SECRET_KEY, api_process
 
@@ -143,14 +143,8 @@ def _probe(base: str, key: str, stop: Any, answers: Any) -> None:
 
 async def batch_scenario(base: str, key: str, cases: int) -> None:
     async with httpx.AsyncClient(base_url=base, headers={"x-api-key": key}, timeout=300) as http:
-        dataset = (await http.post("/api/v1/datasets", json={"name": "batch"})).json()
-        imported = await http.post(
-            f"/api/v1/datasets/{dataset['id']}/test-cases/import",
-            content=b"".join(body_chunks(cases, expectation=False)),
-            headers={"content-type": "application/x-ndjson"},
-        )
-        assert imported.status_code == 201, imported.text[:300]
-        run = (await http.post("/api/v1/eval-runs", json={"dataset_id": dataset["id"]})).json()
+        dataset_id = await imported_dataset(http, cases)
+        run = (await http.post("/api/v1/eval-runs", json={"dataset_id": dataset_id})).json()
         body = msgspec.json.encode(
             {
                 "run_id": run["run_id"],

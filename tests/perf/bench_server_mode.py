@@ -26,8 +26,8 @@ import asyncpg
 import httpx
 
 from tests.perf.harness import (
-    body_chunks,
     delayed_agent,
+    imported_dataset,
     new_key,
     rss_mb,
     server_urls,
@@ -49,14 +49,7 @@ def cpu_s(pid: int) -> float:
 async def prepare(client: httpx.AsyncClient, agent_url: str, cases: int) -> tuple[str, str]:
     """A registered agent and an imported dataset; returns (agent_id, dataset_id)."""
     agent = (await client.post("/api/v1/agents", json={"name": "bench", "url": agent_url})).json()
-    dataset = (await client.post("/api/v1/datasets", json={"name": "bench"})).json()
-    imported = await client.post(
-        f"/api/v1/datasets/{dataset['id']}/test-cases/import",
-        content=b"".join(body_chunks(cases, expectation=False)),
-        headers={"content-type": "application/x-ndjson"},
-    )
-    assert imported.status_code == 201, imported.text[:300]
-    return agent["id"], dataset["id"]
+    return agent["id"], await imported_dataset(client, cases)
 
 
 async def run_to_end(

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import msgspec
 
 from tests.support.databases import drop_database, fresh_database, new_project_key
@@ -97,6 +98,18 @@ def body_chunks(
             encoder.encode(sample_case(n, expectation=expectation)) + b"\n"
             for n in range(start, stop)
         )
+
+
+async def imported_dataset(client: httpx.AsyncClient, cases: int) -> str:
+    """A new dataset of `cases` sample cases (no expectation); its id."""
+    dataset = (await client.post("/api/v1/datasets", json={"name": "bench"})).json()
+    imported = await client.post(
+        f"/api/v1/datasets/{dataset['id']}/test-cases/import",
+        content=b"".join(body_chunks(cases, expectation=False)),
+        headers={"content-type": "application/x-ndjson"},
+    )
+    assert imported.status_code == 201, imported.text[:300]
+    return str(dataset["id"])
 
 
 @contextlib.contextmanager
