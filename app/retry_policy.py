@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable
 # How a retry loop waits: asyncio.sleep, or in tests a recorder that asserts the delays.
 Sleep = Callable[[float], Awaitable[None]]
 
-# Contract section 3: the answers that say "try again later"; connection errors and timeouts too.
+# The answers that say "try again later" (connection errors and timeouts are retried too);
+# any other answer is final.
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 
 

@@ -121,7 +121,7 @@ def blocking_causes(context: GradingContext, results: Iterable[CheckResult]) -> 
 def unmet_needs(observation: Observation) -> dict[str, str | None]:
     """Per need ("reply", "tool_calls"), why checks needing it fail unrun, or None."""
     if observation.agent_error is not None:
-        # Contract 3: a failed agent call fails every check, naming the failure.
+        # A failed agent call is the case's failure: every check fails, naming it.
         error = observation.agent_error.strip().rstrip(".") or "the agent call failed"
         failure = f"{error[:1].upper()}{error[1:]}."
         return {"reply": failure, "tool_calls": failure}
