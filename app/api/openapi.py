@@ -32,6 +32,7 @@ from litestar.openapi.spec import (
 from litestar.openapi.spec.enums import OpenAPIType
 
 import app.api
+from app.api.openapi_examples import BODY_EXAMPLES, IMPORT_EXAMPLE
 from app.api.pagination import CURSOR_PATTERN, MAX_LIMIT
 from app.api.problems import PROBLEM_JSON, Problem
 
@@ -158,11 +159,19 @@ def _complete_operation(path: str, method: str, operation: Operation) -> None:
             responses[str(status)] = _problem(MEANINGS[status])
     _SPECIAL.get(operation.operation_id or "", _nothing)(operation, responses)
     _add_links(operation.operation_id or "", responses)
+    _add_example(operation)
     for parameter in operation.parameters or []:
         exact = _PARAMETERS.get(getattr(parameter, "name", ""))
         if exact is not None:
             parameter.schema = exact  # type: ignore[union-attr]
     operation.responses = responses
+
+
+def _add_example(operation: Operation) -> None:
+    example = BODY_EXAMPLES.get(operation.operation_id or "")
+    body = operation.request_body
+    if example is not None and isinstance(body, RequestBody):
+        body.content["application/json"].example = example
 
 
 def _add_links(operation_id: str, responses: dict[str, Any]) -> None:
@@ -233,7 +242,7 @@ def _import(operation: Operation, responses: dict[str, Any]) -> None:
     operation.request_body = RequestBody(
         required=True,
         content={
-            media_type: OpenAPIMediaType(schema=lines)
+            media_type: OpenAPIMediaType(schema=lines, example=IMPORT_EXAMPLE)
             for media_type in ("application/x-ndjson", "application/jsonl")
         },
     )

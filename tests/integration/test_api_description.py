@@ -14,9 +14,11 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+from litestar.routes import HTTPRoute
 
 from app.api.app import create_app
 from app.api.openapi import ERRORS, EVERY_OPERATION, LINKS
+from app.api.openapi_examples import BODY_EXAMPLES
 from app.api.run_results import MAX_RESULTS_PER_POST
 from app.api.strict_bodies import SLICED_ABOVE_BYTES
 from app.config import Settings
@@ -54,6 +56,26 @@ def test_every_operation_lists_every_status_it_can_answer(description: dict[str,
         for status, response in operation["responses"].items():
             if status.startswith(("4", "5")):
                 assert list(response["content"]) == ["application/problem+json"], (name, status)
+
+
+def test_every_example_body_is_a_valid_request(settings: Settings) -> None:
+    app = create_app(settings)
+    body_types = {
+        handler.operation_id: handler.parsed_fn_signature.parameters["data"].annotation
+        for route in app.routes
+        if isinstance(route, HTTPRoute)
+        for handler in route.route_handlers
+        if "data" in handler.parsed_fn_signature.parameters
+    }
+    assert set(BODY_EXAMPLES) <= set(body_types)
+    for operation_id, example in BODY_EXAMPLES.items():
+        msgspec.json.decode(
+            msgspec.json.encode(example), type=body_types[operation_id], strict=True
+        )
+    operations_with_json_bodies = {
+        operation_id for operation_id, body_type in body_types.items() if body_type is not Any
+    }
+    assert operations_with_json_bodies <= set(BODY_EXAMPLES)
 
 
 def test_created_objects_link_to_what_takes_them(description: dict[str, Any]) -> None:

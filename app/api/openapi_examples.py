@@ -1,0 +1,58 @@
+"""An example body for each operation that takes one, as the OpenAPI description shows it.
+
+They are what a reader copies first, and what Schemathesis sends in its examples phase, so each
+is a valid request (ids in them name nothing, so those requests answer 404).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_SOME_ID = "00000000-0000-4000-8000-000000000000"
+_CHECKS = [
+    {"type": "tool_called", "tool": "orders.lookup"},
+    {"type": "output_contains", "value": "refund"},
+    {"type": "output_not_contains", "value": "guarantee", "severity": "minor"},
+    {"type": "llm_judge", "criterion": "The reply says when the refund arrives."},
+]
+_CASE = {
+    "input": "Where is my refund for order 1234?",
+    "checks": _CHECKS,
+    "description": "A refund question names the order and the delay.",
+}
+_AGENT = {
+    "name": "support bot",
+    "url": "https://agent.example.com/chat",
+    "headers": {"Authorization": "Bearer sk-..."},
+    "timeout_s": 30,
+    "max_concurrency": 20,
+}
+_REPLY = {
+    "actual_output": "Your refund for order 1234 arrives in 3-5 business days.",
+    "actual_tool_calls": [{"name": "orders.lookup", "arguments": {"order": 1234}}],
+}
+
+BODY_EXAMPLES: dict[str, Any] = {
+    "createAgent": _AGENT,
+    "updateAgent": {"timeout_s": 60, "max_concurrency": 10},
+    "invokeAgent": {"input": "Where is order 1234?"},
+    "createDataset": {
+        "name": "refunds",
+        "description": "Refund questions from real tickets.",
+        "data_context": {"region": "eu", "refund_days": "3-5"},
+    },
+    "updateDataset": {"description": "Refund questions, reviewed in November."},
+    "createTestCase": _CASE,
+    "updateTestCase": {"checks": _CHECKS[:2]},
+    "previewTestCase": _REPLY,
+    "previewChecks": {"input": _CASE["input"], "checks": _CHECKS, **_REPLY},
+    "createRun": {"dataset_id": _SOME_ID, "pass_threshold": 0.95, "labels": {"branch": "main"}},
+    "postRunResults": {"run_id": _SOME_ID, "results": [{"test_case_id": _SOME_ID, **_REPLY}]},
+    "updateJudgeSettings": {"model": "claude-sonnet-5-5"},
+}
+# One JSON Lines import body: a test case per line.
+IMPORT_EXAMPLE = (
+    '{"input": "Where is my refund for order 1234?", "checks": '
+    '[{"type": "output_contains", "value": "refund"}]}\n'
+    '{"input": "Cancel my subscription", "checks": [{"type": "tool_called", "tool": "cancel"}]}\n'
+)
