@@ -31,6 +31,7 @@ CREATE TABLE api_keys (
     key_hash bytea NOT NULL,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     revoked_at timestamp with time zone,
+    last_used_at timestamp with time zone,
     CONSTRAINT api_keys_key_hash_key UNIQUE (key_hash),
     CONSTRAINT api_keys_pkey PRIMARY KEY (id),
     CONSTRAINT api_keys_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
@@ -163,12 +164,24 @@ CREATE TABLE judge_cache (
     CONSTRAINT judge_cache_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
 );
 
+CREATE TABLE login_tokens (
+    token_hash bytea NOT NULL,
+    project_id uuid NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    expires_at timestamp with time zone NOT NULL,
+    used_at timestamp with time zone,
+    CONSTRAINT login_tokens_pkey PRIMARY KEY (token_hash),
+    CONSTRAINT login_tokens_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
+);
+
 CREATE TABLE projects (
     id uuid NOT NULL DEFAULT gen_random_uuid(),
     name text NOT NULL,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     judge_key_encrypted bytea,
     judge_model text,
+    default_agent_id uuid,
+    CONSTRAINT projects_default_agent_id_fkey FOREIGN KEY (default_agent_id) REFERENCES agents(id) ON DELETE SET NULL,
     CONSTRAINT projects_name_key UNIQUE (name),
     CONSTRAINT projects_pkey PRIMARY KEY (id)
 );
@@ -219,6 +232,9 @@ CREATE TABLE test_case_revisions (
     CONSTRAINT test_case_revisions_min_confidence_check CHECK (((min_confidence >= 0) AND (min_confidence <= 100))),
     CONSTRAINT test_case_revisions_pkey PRIMARY KEY (id)
 );
+CREATE INDEX test_case_revisions_checks_idx ON test_case_revisions USING gin (checks jsonb_path_ops);
+CREATE INDEX test_case_revisions_expectation_idx ON test_case_revisions USING btree (id) WHERE (expected_output IS NOT NULL);
+CREATE INDEX test_case_revisions_search_idx ON test_case_revisions USING gin (((((input #>> '{}'::text[]) || ' '::text) || COALESCE(description, ''::text))) gin_trgm_ops);
 
 CREATE TABLE test_cases (
     id uuid NOT NULL,
@@ -232,3 +248,17 @@ CREATE TABLE test_cases (
     CONSTRAINT test_cases_pkey PRIMARY KEY (id)
 );
 CREATE INDEX test_cases_dataset_seq_idx ON test_cases USING btree (dataset_id, seq);
+
+CREATE TABLE web_sessions (
+    token_hash bytea NOT NULL,
+    project_id uuid NOT NULL,
+    api_key_id uuid,
+    csrf_token text NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    last_seen_at timestamp with time zone NOT NULL DEFAULT now(),
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT web_sessions_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_keys(id) ON DELETE CASCADE,
+    CONSTRAINT web_sessions_pkey PRIMARY KEY (token_hash),
+    CONSTRAINT web_sessions_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
+);
+CREATE INDEX web_sessions_expires_idx ON web_sessions USING btree (expires_at);

@@ -36,6 +36,16 @@ WHERE project_id = $1 AND id = $2
 RETURNING {_COLUMNS}
 """
 
+# The project's chosen agent if it chose one, else its first.
+_DEFAULT = f"""
+SELECT {", ".join(f"a.{name}" for name in Agent.__struct_fields__)}
+FROM agents a
+JOIN projects p ON p.id = a.project_id
+WHERE a.project_id = $1
+ORDER BY a.id IS NOT DISTINCT FROM p.default_agent_id DESC, a.seq
+LIMIT 1
+"""
+
 _DELETE = "DELETE FROM agents WHERE project_id = $1 AND id = $2"
 
 
@@ -77,6 +87,13 @@ async def list_agents(
 ) -> list[Agent]:
     """One page of the project's agents, oldest first."""
     return [Agent(**row) for row in await executor.fetch(_LIST, project_id, after_seq, limit)]
+
+
+async def default_agent(executor: Executor, project_id: UUID) -> Agent | None:
+    """The agent Preview and Send test message call: the one the project chose, else its
+    first; None when it has registered none."""
+    row = await executor.fetchrow(_DEFAULT, project_id)
+    return None if row is None else Agent(**row)
 
 
 async def update_agent(

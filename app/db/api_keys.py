@@ -5,6 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from app.db.pool import Connection, Executor
+from app.domain.web import ApiKeyInfo
 
 _INSERT = "INSERT INTO api_keys (project_id, prefix, key_hash) VALUES ($1, $2, $3)"
 
@@ -17,6 +18,25 @@ SELECT id FROM api_keys WHERE prefix = $1 AND revoked_at IS NULL
 """
 
 _REVOKE = "UPDATE api_keys SET revoked_at = now() WHERE id = $1"
+
+_INSERT_RETURNING_ID = _INSERT + " RETURNING id"
+
+_ACTIVE_BY_HASH = """
+SELECT id, project_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL
+"""
+
+_LIST = """
+SELECT id, prefix, created_at, last_used_at, revoked_at FROM api_keys
+WHERE project_id = $1 ORDER BY revoked_at IS NOT NULL, created_at DESC
+"""
+
+_REVOKE_IN_PROJECT = """
+UPDATE api_keys SET revoked_at = now()
+WHERE project_id = $1 AND id = $2 AND revoked_at IS NULL
+RETURNING id
+"""
+
+_TOUCH = "UPDATE api_keys SET last_used_at = now() WHERE key_hash = $1"
 
 
 async def insert_key(
@@ -40,3 +60,32 @@ async def active_key_ids_with_prefix(connection: Connection, prefix: str) -> lis
 async def revoke_key(connection: Connection, key_id: UUID) -> None:
     """Revoke a key; it stops working on the next request."""
     await connection.execute(_REVOKE, key_id)
+
+
+async def insert_key_returning_id(
+    connection: Connection, project_id: UUID, prefix: str, key_hash: bytes
+) -> UUID:
+    """Store a new key's hash; its id."""
+    key_id: UUID = await connection.fetchval(_INSERT_RETURNING_ID, project_id, prefix, key_hash)
+    return key_id
+
+
+async def active_key(executor: Executor, key_hash: bytes) -> tuple[UUID, UUID] | None:
+    """(key id, project id) of an active key, or None."""
+    row = await executor.fetchrow(_ACTIVE_BY_HASH, key_hash)
+    return None if row is None else (row["id"], row["project_id"])
+
+
+async def list_keys(executor: Executor, project_id: UUID) -> list[ApiKeyInfo]:
+    """The project's keys, active ones first, newest first."""
+    return [ApiKeyInfo(**row) for row in await executor.fetch(_LIST, project_id)]
+
+
+async def revoke_project_key(executor: Executor, project_id: UUID, key_id: UUID) -> bool:
+    """Revoke one of the project's active keys; False when it has no such key."""
+    return await executor.fetchval(_REVOKE_IN_PROJECT, project_id, key_id) is not None
+
+
+async def touch_key(executor: Executor, key_hash: bytes) -> None:
+    """Note that a key was just used."""
+    await executor.execute(_TOUCH, key_hash)

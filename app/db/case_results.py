@@ -246,3 +246,20 @@ async def results_of_cases(
     """The stored results of these cases (trial 1: CI mode)."""
     rows = await executor.fetch(_BY_IDS, run_id, test_case_ids)
     return await off_loop_when_many(len(rows), lambda: [_stored(row) for row in rows])
+
+
+# Over its trials, a case failed if any trial failed, else passed if any passed.
+_OUTCOMES = """
+SELECT test_case_id,
+       CASE WHEN bool_or(outcome = 'failed') THEN 'failed'
+            WHEN bool_or(outcome = 'passed') THEN 'passed'
+            ELSE 'not_graded' END AS outcome
+FROM case_results WHERE run_id = $1 AND test_case_id = ANY($2::uuid[])
+GROUP BY test_case_id
+"""
+
+
+async def outcomes(executor: Executor, run_id: UUID, test_case_ids: list[UUID]) -> dict[UUID, str]:
+    """How these cases came out in the run (those it has no result for are absent)."""
+    rows = await executor.fetch(_OUTCOMES, run_id, test_case_ids)
+    return {row["test_case_id"]: row["outcome"] for row in rows}

@@ -7,6 +7,7 @@ from uuid import UUID
 
 from app.db.pool import Connection, Executor
 from app.domain.datasets import Dataset
+from app.domain.web import DatasetSummary, LastRun
 
 _COLUMNS = ", ".join(Dataset.__struct_fields__)
 
@@ -118,3 +119,58 @@ async def runs_going_on(connection: Connection, dataset_id: UUID, limit: int) ->
 async def delete_dataset(connection: Connection, dataset_id: UUID) -> None:
     """Hide the dataset and delete its live cases (call under lock_for_delete)."""
     await connection.execute(_DELETE, dataset_id)
+
+
+_LAST_RUN_FIELDS = LastRun.__struct_fields__
+# Each dataset with its newest run (eval_runs_dataset_seq_idx finds it at once).
+_SUMMARIES = f"""
+SELECT {", ".join(f"d.{name}" for name in Dataset.__struct_fields__)},
+       {", ".join(f"r.{name} AS run_{name}" for name in _LAST_RUN_FIELDS)}
+FROM datasets d
+LEFT JOIN LATERAL (
+    SELECT {", ".join(_LAST_RUN_FIELDS)} FROM eval_runs
+    WHERE dataset_id = d.id ORDER BY seq DESC LIMIT 1
+) r ON true
+WHERE d.project_id = $1 AND d.seq > $2 AND d.deleted_at IS NULL
+ORDER BY d.seq
+LIMIT $3
+"""
+
+_LAST_RUN = f"""
+SELECT {", ".join(_LAST_RUN_FIELDS)} FROM eval_runs
+WHERE dataset_id = $1 ORDER BY seq DESC LIMIT 1
+"""
+
+
+async def dataset_summaries(
+    executor: Executor, project_id: UUID, after_seq: int, limit: int
+) -> list[DatasetSummary]:
+    """One page of the project's datasets with their newest runs, oldest first."""
+    rows = await executor.fetch(_SUMMARIES, project_id, after_seq, limit)
+    return [
+        DatasetSummary(
+            dataset=Dataset(**{name: row[name] for name in Dataset.__struct_fields__}),
+            last_run=None
+            if row["run_id"] is None
+            else LastRun(**{name: row[f"run_{name}"] for name in _LAST_RUN_FIELDS}),
+        )
+        for row in rows
+    ]
+
+
+async def last_run(executor: Executor, dataset_id: UUID) -> LastRun | None:
+    """The dataset's newest run, if it has one."""
+    row = await executor.fetchrow(_LAST_RUN, dataset_id)
+    return None if row is None else LastRun(**row)
+
+
+# Deleted ones too: their runs stay readable, and say which dataset they ran.
+_NAMES = "SELECT id, name FROM datasets WHERE project_id = $1 AND id = ANY($2::uuid[])"
+
+
+async def dataset_names(
+    executor: Executor, project_id: UUID, dataset_ids: list[UUID]
+) -> dict[UUID, str]:
+    """The names of these datasets of the project."""
+    rows = await executor.fetch(_NAMES, project_id, dataset_ids)
+    return {row["id"]: row["name"] for row in rows}

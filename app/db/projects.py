@@ -37,3 +37,17 @@ async def judge_settings(executor: Executor, project_id: UUID) -> ProjectJudge:
 async def set_judge_settings(executor: Executor, project_id: UUID, judge: ProjectJudge) -> None:
     """Store the project's own judge key (sealed) and model."""
     await executor.execute(_SET_JUDGE, project_id, judge.key_encrypted, judge.model)
+
+
+# Only one of the project's own agents can be its default.
+_SET_DEFAULT_AGENT = """
+UPDATE projects p SET default_agent_id = $2
+WHERE p.id = $1 AND ($2::uuid IS NULL OR EXISTS (
+    SELECT 1 FROM agents a WHERE a.id = $2 AND a.project_id = $1))
+RETURNING p.id
+"""
+
+
+async def set_default_agent(executor: Executor, project_id: UUID, agent_id: UUID | None) -> bool:
+    """Make one of the project's agents its default (None: no default); False if not its own."""
+    return await executor.fetchval(_SET_DEFAULT_AGENT, project_id, agent_id) is not None

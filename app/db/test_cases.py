@@ -10,7 +10,9 @@ import asyncpg
 import msgspec
 
 from app.db.pool import Connection, Executor
+from app.domain.datasets import Dataset
 from app.domain.test_cases import TestCase, TestCaseContent
+from app.domain.web import CaseFilter, Revision
 
 # Revision columns in the order `revision_values` produces them.
 REVISION_COLUMNS = (
@@ -43,6 +45,16 @@ _GET = (
     + """
 JOIN datasets d ON d.id = c.dataset_id
 WHERE d.project_id = $1 AND c.id = $2
+"""
+)
+
+_DATASET_COLUMNS = ", ".join(f"d.{name} AS dataset_{name}" for name in Dataset.__struct_fields__)
+# The case and its dataset in one round trip, as the rubric editor shows them.
+_GET_WITH_DATASET = (
+    _SELECT.replace("\nFROM test_cases c", f", {_DATASET_COLUMNS}\nFROM test_cases c", 1)
+    + """
+JOIN datasets d ON d.id = c.dataset_id
+WHERE d.project_id = $1 AND c.id = $2 AND d.deleted_at IS NULL
 """
 )
 
@@ -128,6 +140,17 @@ async def get_test_case(
     return None if row is None else _case(row)
 
 
+async def get_test_case_with_dataset(
+    executor: Executor, project_id: UUID, test_case_id: UUID
+) -> tuple[TestCase, Dataset] | None:
+    """The case with its current revision, and its dataset; None when not in this project."""
+    row = await executor.fetchrow(_GET_WITH_DATASET, project_id, test_case_id)
+    if row is None:
+        return None
+    dataset = Dataset(**{name: row[f"dataset_{name}"] for name in Dataset.__struct_fields__})
+    return _case(row), dataset
+
+
 async def list_test_cases(
     executor: Executor, dataset_id: UUID, after_seq: int, limit: int
 ) -> list[TestCase]:
@@ -151,6 +174,16 @@ async def copy_test_cases(connection: Connection, revisions: Sequence[Sequence[A
         records=[(rev[1], rev[2], rev[0]) for rev in revisions],
         columns=CASE_COLUMNS,
     )
+
+
+async def refresh_planner_statistics(executor: Executor) -> None:
+    """Re-sample the case tables, so the planner sees a large import at once.
+
+    Until autovacuum's next look (up to a minute later), the planner would think a dataset
+    that just grew by 100,000 cases is still small, and search it by reading every match
+    before sorting, a hundred times slower. ANALYZE samples a bounded number of rows, so this
+    costs a few hundred milliseconds whatever the tables' size."""
+    await executor.execute("ANALYZE test_cases, test_case_revisions")
 
 
 async def lock_current_revision(
@@ -178,3 +211,87 @@ async def count_new_cases(connection: Connection, dataset_id: UUID, added: int) 
     count it now has."""
     count: int = await connection.fetchval(_COUNT_CASES, dataset_id, added)
     return count
+
+
+# The text a search looks in; the same expression as test_case_revisions_search_idx.
+_SEARCHED = "((r.input #>> '{}') || ' ' || coalesce(r.description, ''))"
+_JUDGED = """(r.checks @> '[{"type": "llm_judge"}]' OR r.expected_output IS NOT NULL)"""
+
+
+def _filter_sql(where: CaseFilter, next_param: int) -> tuple[list[str], list[Any]]:
+    """SQL conditions for a filter, with their parameters numbered from `next_param`.
+
+    Only the conditions in use are written, so each combination is a plan of its own that can
+    use the search and checks indexes."""
+    conditions: list[str] = []
+    params: list[Any] = []
+
+    def param(value: Any) -> str:
+        params.append(value)
+        return f"${next_param + len(params) - 1}"
+
+    if where.text:
+        conditions.append(f"{_SEARCHED} ILIKE {param(_like(where.text))}")
+    if where.check_type is not None:
+        conditions.append(f"r.checks @> {param([{'type': where.check_type}])}")
+    if where.severity is not None:
+        conditions.append(f"r.checks @> {param([{'severity': where.severity}])}")
+    if where.judged is not None:
+        conditions.append(_JUDGED if where.judged else f"NOT {_JUDGED}")
+    if where.failed_in_run is not None:
+        conditions.append(
+            "EXISTS (SELECT 1 FROM case_results cr WHERE cr.run_id = "
+            f"{param(where.failed_in_run)} AND cr.test_case_id = c.id AND cr.outcome = 'failed')"
+        )
+    return conditions, params
+
+
+def _like(text: str) -> str:
+    """An ILIKE pattern matching the text anywhere, its wildcards taken literally."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+async def find_test_cases(
+    pool: asyncpg.Pool, dataset_id: UUID, where: CaseFilter, after_seq: int, limit: int
+) -> list[TestCase]:
+    """One page of a dataset's cases matching the filter, in their order."""
+    conditions, params = _filter_sql(where, next_param=4)
+    query = (
+        _SELECT
+        + "WHERE c.dataset_id = $1 AND c.seq > $2"
+        + "".join(f" AND {condition}" for condition in conditions)
+        + " ORDER BY c.seq LIMIT $3"
+    )
+    if not conditions:
+        rows = await pool.fetch(query, dataset_id, after_seq, limit)
+        return [_case(row) for row in rows]
+    async with pool.acquire() as connection, connection.transaction():
+        # Whether to walk the cases in order or look the matches up in an index depends on how
+        # many match. A cached generic plan cannot know, and walks 100,000 cases for a filter
+        # that matches none, a hundred times slower; a plan for these very values knows.
+        await connection.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+        rows = await connection.fetch(query, dataset_id, after_seq, limit, *params)
+    return [_case(row) for row in rows]
+
+
+_REVISIONS = f"""
+SELECT r.revision, r.created_at, {", ".join(f"r.{name}" for name in _CONTENT_FIELDS)}
+FROM test_case_revisions r
+JOIN test_cases c ON c.id = r.test_case_id
+JOIN datasets d ON d.id = c.dataset_id
+WHERE d.project_id = $1 AND r.test_case_id = $2
+ORDER BY r.revision DESC
+LIMIT $3
+"""
+
+
+async def revisions(
+    executor: Executor, project_id: UUID, test_case_id: UUID, limit: int
+) -> list[Revision]:
+    """The case's revisions, newest first (none when it is not in this project)."""
+    rows = await executor.fetch(_REVISIONS, project_id, test_case_id, limit)
+    return [
+        Revision(revision=row["revision"], created_at=row["created_at"], content=content_of(row))
+        for row in rows
+    ]

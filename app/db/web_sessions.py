@@ -1,0 +1,89 @@
+"""Browser sessions and one-time sign-in links, stored as hashes of their tokens."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from uuid import UUID
+
+from app.db.pool import Executor
+from app.domain.web import WebSession
+
+_INSERT_SESSION = """
+INSERT INTO web_sessions (token_hash, project_id, api_key_id, csrf_token, expires_at)
+VALUES ($1, $2, $3, $4, now() + $5::interval)
+"""
+
+# A use keeps the session alive for `idle` more, never past `lifetime` after it began; a
+# session opened with a key ends with the key. The use is written at most once a minute: a
+# write per page would make every page view wait for a WAL flush.
+_USE_SESSION = """
+WITH live AS (
+    SELECT s.token_hash, s.project_id, s.csrf_token, s.last_seen_at
+    FROM web_sessions s
+    WHERE s.token_hash = $1 AND s.expires_at > now()
+      AND (s.api_key_id IS NULL
+           OR EXISTS (SELECT 1 FROM api_keys k WHERE k.id = s.api_key_id AND k.revoked_at IS NULL))
+), kept_alive AS (
+    UPDATE web_sessions s
+    SET last_seen_at = now(), expires_at = least(s.created_at + $2::interval, now() + $3::interval)
+    FROM live
+    WHERE s.token_hash = live.token_hash AND live.last_seen_at < now() - interval '1 minute'
+)
+SELECT project_id, csrf_token FROM live
+"""
+
+_DELETE_SESSION = "DELETE FROM web_sessions WHERE token_hash = $1"
+_DELETE_EXPIRED = "DELETE FROM web_sessions WHERE expires_at < now()"
+
+_INSERT_LINK = """
+INSERT INTO login_tokens (token_hash, project_id, expires_at)
+VALUES ($1, $2, now() + $3::interval)
+"""
+_USE_LINK = """
+UPDATE login_tokens SET used_at = now()
+WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
+RETURNING project_id
+"""
+
+
+async def insert_session(
+    executor: Executor,
+    token_hash: bytes,
+    project_id: UUID,
+    api_key_id: UUID | None,
+    csrf_token: str,
+    idle: timedelta,
+) -> None:
+    """Store a new session, alive for `idle`."""
+    await executor.execute(_INSERT_SESSION, token_hash, project_id, api_key_id, csrf_token, idle)
+
+
+async def use_session(
+    executor: Executor, token_hash: bytes, lifetime: timedelta, idle: timedelta
+) -> WebSession | None:
+    """The live session with this token, kept alive by the use; None when there is none."""
+    row = await executor.fetchrow(_USE_SESSION, token_hash, lifetime, idle)
+    return None if row is None else WebSession(**row)
+
+
+async def delete_session(executor: Executor, token_hash: bytes) -> None:
+    """End a session."""
+    await executor.execute(_DELETE_SESSION, token_hash)
+
+
+async def delete_expired_sessions(executor: Executor) -> None:
+    """Forget sessions past their end."""
+    await executor.execute(_DELETE_EXPIRED)
+
+
+async def insert_login_token(
+    executor: Executor, token_hash: bytes, project_id: UUID, valid_for: timedelta
+) -> None:
+    """Store a sign-in link's token."""
+    await executor.execute(_INSERT_LINK, token_hash, project_id, valid_for)
+
+
+async def use_login_token(executor: Executor, token_hash: bytes) -> UUID | None:
+    """The project a sign-in link opens, once and in time; None otherwise."""
+    project_id: UUID | None = await executor.fetchval(_USE_LINK, token_hash)
+    return project_id

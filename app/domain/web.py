@@ -1,0 +1,71 @@
+"""What the web app keeps besides the API's objects: sessions, keys as listed, case filters."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+from uuid import UUID
+
+import msgspec
+
+from app.domain.checks import CheckType, Severity
+from app.domain.datasets import Dataset
+from app.domain.runs import RunStatus
+from app.domain.test_cases import TestCaseContent
+
+
+class WebSession(msgspec.Struct, frozen=True, kw_only=True):
+    """A signed-in browser: its project, and the token its forms must carry."""
+
+    project_id: UUID
+    csrf_token: str
+
+
+class ApiKeyInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A key as Settings lists it: never the key, only its first characters."""
+
+    id: UUID
+    prefix: str
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class LastRun(msgspec.Struct, frozen=True, kw_only=True):
+    """The newest run of a dataset, as its listing shows it."""
+
+    id: UUID
+    status: RunStatus
+    pass_rate: float | None
+    ci_pass: bool
+    created_at: datetime
+
+
+class DatasetSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """A dataset with its newest run."""
+
+    dataset: Dataset
+    last_run: LastRun | None
+
+
+class CaseFilter(msgspec.Struct, frozen=True, kw_only=True):
+    """Which of a dataset's cases a page lists; None is "any"."""
+
+    text: str | None = None
+    check_type: CheckType | None = None
+    severity: Severity | None = None
+    # True: cases the AI judge grades (a judge check or an expected output); False: the rest.
+    judged: bool | None = None
+    # Cases that failed in the dataset's newest run (that run's id, found by the service).
+    failed_in_run: UUID | None = None
+
+
+class Revision(msgspec.Struct, frozen=True, kw_only=True):
+    """One saved version of a case."""
+
+    revision: int
+    content: TestCaseContent
+    created_at: datetime
+
+
+Outcome = Literal["passed", "failed", "not_graded"]
