@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-from collections.abc import AsyncIterator
 from typing import Any
 from uuid import UUID
 
 from app import queue
 from app.agents import AgentClient
 from app.config import load_settings
-from app.coordination.rate_limits import RatePacer
 from app.db.pool import create_pool
-from app.engine.judge_calls import Judge
-from app.engine.judge_chunks import PgJudgeCache
+from app.engine.judge_setup import build_judge, require_priced_model
 from app.engine.lanes import run_lane as run_lane_service
 from app.engine.upkeep import (
     CANCEL_CHECK_S,
@@ -59,7 +55,8 @@ async def startup(ctx: dict[str, Any]) -> None:
         settings=settings, pool=pool, redis=ctx["redis"], agent_client=agent_client,
         secret_key=require_secret_key(settings), concurrency=concurrency,
     )  # fmt: skip
-    state.judge = make_judge(state)
+    require_priced_model(settings)
+    state.judge = build_judge(settings, state.pool, state.limiter, state.redis)
     ctx["state"] = state
     ctx["duties"] = [
         asyncio.create_task(every(STALE_AFTER_S / 4, lambda: send_heartbeat(state))),
@@ -68,35 +65,6 @@ async def startup(ctx: dict[str, Any]) -> None:
             every(STALE_AFTER_S / 4, lambda: reap(state, STALE_AFTER_S, LOST_AFTER_S))
         ),
     ]
-
-
-def make_judge(state: WorkerState) -> Judge:
-    """The judge, its calls limited across every worker (and per project)."""
-    settings = state.settings
-    if settings.anthropic_api_key and settings.judge_model not in settings.judge_prices:
-        raise SystemExit(
-            f"AGENTLASSO_JUDGE_MODEL {settings.judge_model!r} has no price: add it with "
-            "AGENTLASSO_JUDGE_PRICES='{\"<model>\": [input_usd, output_usd]}' (per million tokens)."
-        )
-
-    rpm = settings.judge_requests_per_minute
-    pacer = RatePacer(state.redis, f"{settings.queue_name}:judge-rate", rpm) if rpm else None
-
-    share = settings.project_share
-    project_cap = None if share >= 1 else max(1, int(settings.judge_concurrency * share))
-
-    @contextlib.asynccontextmanager
-    async def slot(project_id: UUID) -> AsyncIterator[None]:
-        # The project's share first: waiting on it must not hold one of the shared slots.
-        async with (
-            state.limiter.slot(f"judge:{project_id}", project_cap),
-            state.limiter.slot("judge", settings.judge_concurrency),
-        ):
-            if pacer is not None:
-                await pacer.turn()
-            yield
-
-    return Judge(settings, PgJudgeCache(state.pool), slot)
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:

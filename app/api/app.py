@@ -12,6 +12,7 @@ from typing import Any
 
 from litestar import Litestar, Router
 from litestar.di import Provide
+from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 
 from app import queue
@@ -37,6 +38,8 @@ from app.db.pool import create_pool
 from app.off_loop import leave_startup_out_of_collections
 from app.secrets_box import require_secret_key
 from app.services.platform import Platform
+from app.services.preview_judge import PreviewJudge
+from app.web.routes import http_error_anywhere, web_routers
 
 
 def _lifespan(
@@ -90,12 +93,14 @@ async def open_platform(settings: Settings) -> Platform:
             settings.rate_limit_per_s,
             settings.rate_limit_burst,
         ),
+        preview_judge=PreviewJudge(settings, pool, redis, secret_key),
     )
 
 
 async def close_platform(platform: Platform) -> None:
     """Close what open_platform opened."""
     await platform.agent_client.aclose()
+    await platform.preview_judge.aclose()
     await platform.watcher.stop()
     await platform.queue.aclose()
     await platform.pool.close()
@@ -151,12 +156,16 @@ def create_app(settings: Settings | None = None) -> Litestar:
             health,
             ready,
             api_router(),
+            *web_routers(settings),
             *([demo_agent] if settings.demo_agent else []),
         ],
         lifespan=[_lifespan(settings)],
         dependencies={"platform": Provide(provide_platform, sync_to_thread=False)},
         middleware=[AllowEveryMethod],
-        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        exception_handlers={
+            **EXCEPTION_HANDLERS,  # type: ignore[dict-item]
+            HTTPException: http_error_anywhere,
+        },
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="AgentLasso", version="0.1.0", path="/schema"),
         debug=False,

@@ -80,10 +80,15 @@ def problem_response(
     return Response(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
+def status_of(exc: AgentLassoError) -> int:
+    """The HTTP status of one of our errors (500 for a kind with none of its own)."""
+    return next((code for kind, code in _STATUS.items() if isinstance(exc, kind)), 500)
+
+
 def on_domain_error(_request: Request[Any, Any, Any], exc: Exception) -> Response[Problem]:
     """Our own errors, each with its status."""
     assert isinstance(exc, AgentLassoError)
-    status = next(code for kind, code in _STATUS.items() if isinstance(exc, kind))
+    status = status_of(exc)
     errors = exc.errors if isinstance(exc, InvalidInput | NotFound) and exc.errors else None
     headers = None
     if isinstance(exc, TooManyRequests | Unavailable):

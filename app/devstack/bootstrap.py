@@ -28,6 +28,18 @@ async def ensure_dev_key(database_url: str, key_file: Path) -> str:
     return key
 
 
+async def dev_sign_in_token(database_url: str) -> str:
+    """A one-time sign-in link's token for the `default` project (`/login?token=...`)."""
+    from app.services.web_sessions import create_login_link_token
+
+    connection = await connect(database_url)
+    try:
+        project_id = await projects.ensure_project(connection, DEV_PROJECT)
+        return await create_login_link_token(connection, project_id)
+    finally:
+        await connection.close()
+
+
 def _read_kept_key(path: Path) -> str | None:
     if not path.exists():
         return None

@@ -7,6 +7,7 @@ import contextlib
 import http.client
 import logging
 import os
+import shlex
 import signal
 import sys
 import time
@@ -80,7 +81,8 @@ def _start_platform(
     children = [api, worker, *services.children]
     _wait_for_api(base_url, children)
     demo = seed_demo(base_url, api_key, data_dir / "demo.json")
-    _print_banner(Platform(base_url, api_key, services), demo)
+    sign_in = f"{base_url}/login?token={_dev_sign_in_token(database_url)}"
+    _print_banner(Platform(base_url, api_key, services), demo, sign_in)
     return children
 
 
@@ -107,6 +109,12 @@ def _dev_api_key(database_url: str, data_dir: Path) -> str:
     from app.devstack.bootstrap import ensure_dev_key
 
     return asyncio.run(ensure_dev_key(database_url, data_dir / "dev-api-key"))
+
+
+def _dev_sign_in_token(database_url: str) -> str:
+    from app.devstack.bootstrap import dev_sign_in_token
+
+    return asyncio.run(dev_sign_in_token(database_url))
 
 
 def _dev_secret_key(key_file: Path) -> str:
@@ -183,15 +191,17 @@ def _answers_ready(base_url: str) -> bool:
         connection.close()
 
 
-def _print_banner(platform: Platform, demo: DemoIds) -> None:
+def _print_banner(platform: Platform, demo: DemoIds, sign_in: str) -> None:
     key, url = platform.api_key, platform.base_url
     lines = [
         "",
+        f"Open {sign_in}",
+        "  to sign in to AgentLasso (the link works once, for 10 minutes).",
         f"AgentLasso is running at {url}",
         f"  API key:  {key}",
         f'  Try:      curl -H "x-api-key: {key}" {url}/api/v1/datasets',
         "  Run the demo dataset against the demo support bot (one case fails on purpose):",
-        f"    AGENTLASSO_URL={url} AGENTLASSO_API_KEY={key} agentlasso run"
+        f"    AGENTLASSO_URL={url} AGENTLASSO_API_KEY={key} {_this_command()} run"
         f" --dataset {demo.dataset_id} --agent {demo.agent_id} --wait",
     ]
     if platform.services.postgres_data_dir is not None:
@@ -200,6 +210,14 @@ def _print_banner(platform: Platform, demo: DemoIds) -> None:
         lines.append(f"  Redis:    {platform.services.redis_url}")
     lines += ["Press Ctrl-C to stop.", ""]
     print("\n".join(lines), flush=True)
+
+
+def _this_command() -> str:
+    """`agentlasso` as the shell that started dev can run it: by its full path, since the
+    venv's bin/ is usually not on that shell's PATH (the README's first command does not put
+    it there)."""
+    installed = Path(sys.executable).with_name("agentlasso")
+    return shlex.quote(str(installed)) if installed.exists() else "agentlasso"
 
 
 def _supervise(children: Sequence[ChildProcess]) -> int:

@@ -143,6 +143,19 @@ class JudgeClient:
             auth_failed=auth_failed,
         )
 
+    async def check_key(self) -> str | None:
+        """One minimal request (a one-token answer): None when the key and model work, else
+        what went wrong, in words."""
+        if self._sdk is None:
+            return NO_JUDGE
+        params = {
+            "model": self._settings.model,
+            "max_tokens": 1,
+            "messages": [{"role": "user", "content": "Reply with OK."}],
+        }
+        outcome = await self._call(self._sdk, params)
+        return outcome.reason if isinstance(outcome, _Failure) else None
+
     async def aclose(self) -> None:
         """Close the connection pool."""
         if self._sdk is not None:

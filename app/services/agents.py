@@ -13,6 +13,7 @@ from app.agents import AgentCallResult, check_agent_url
 from app.agents.address_guard import origin_of
 from app.agents.headers import seal_headers, target_for
 from app.db import agents as agent_rows
+from app.db import projects as project_rows
 from app.db.agents import AgentValues
 from app.domain.agents import Agent
 from app.domain.stored_text import refuse_nul
@@ -21,6 +22,7 @@ from app.services.platform import Platform
 
 _MISSING = "No agent with this id in your project."
 SANDBOX_SOURCE = "agentlasso-sandbox"
+PREVIEW_SOURCE = "agentlasso-preview"
 
 # RFC 9110 token characters: anything else cannot be sent as a header name.
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
@@ -140,15 +142,41 @@ async def invoke_agent(
 ) -> AgentCallResult:
     """Call the agent once, outside any run; its failure is in the result, not raised."""
     agent = await get_agent(platform, project_id, agent_id)
-    target = target_for(platform.secret_key, agent)
-    body = {
+    return await call_agent_once(platform, agent, agent_input, context, source=SANDBOX_SOURCE)
+
+
+async def call_agent_once(
+    platform: Platform,
+    agent: Agent,
+    agent_input: str | dict[str, Any],
+    context: dict[str, Any] | None,
+    *,
+    source: str,
+    test_case_id: UUID | None = None,
+) -> AgentCallResult:
+    """One call to the agent outside any run (a free try, a preview), as `source` says."""
+    body: dict[str, Any] = {
         "input": agent_input,
-        "source": SANDBOX_SOURCE,
+        "source": source,
         "run_id": None,
         "trial": 1,
         "context": context or {},
     }
-    return await platform.agent_client.call(target, body)
+    if test_case_id is not None:
+        body["test_case_id"] = str(test_case_id)
+    return await platform.agent_client.call(target_for(platform.secret_key, agent), body)
+
+
+async def default_agent(platform: Platform, project_id: UUID) -> Agent | None:
+    """The agent Preview and Send test message call: the one the project chose, else its
+    first; None when it has registered none."""
+    return await agent_rows.default_agent(platform.pool, project_id)
+
+
+async def choose_default_agent(platform: Platform, project_id: UUID, agent_id: UUID) -> None:
+    """Make one of the project's agents its default; NotFound when it is not one of them."""
+    if not await project_rows.set_default_agent(platform.pool, project_id, agent_id):
+        raise NotFound(_MISSING)
 
 
 async def _checked_input(

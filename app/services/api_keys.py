@@ -6,12 +6,14 @@ import hashlib
 import logging
 import math
 import secrets
+import time
 from uuid import UUID
 
 from redis.exceptions import RedisError
 
 from app.db import api_keys, projects
 from app.db.pool import Connection, Executor, connect
+from app.domain.web import ApiKeyInfo
 from app.errors import Conflict, NotAuthenticated, NotFound, TooManyRequests
 from app.services.platform import Platform
 
@@ -20,6 +22,9 @@ log = logging.getLogger("agentlasso.api_keys")
 KEY_PREFIX = "al_"
 # `al_` plus 8 characters: enough to tell keys apart in a listing, far too few to guess one.
 PREFIX_LENGTH = len(KEY_PREFIX) + 8
+# A key's "last used" is written at most this often per process: not on every request.
+TOUCH_EVERY_S = 60.0
+_touched: dict[bytes, float] = {}
 
 
 def new_key() -> str:
@@ -66,6 +71,7 @@ async def admit(platform: Platform, key: str | None) -> UUID:
     """The project of a valid key that is within its request rate; TooManyRequests otherwise."""
     project_id = await authenticate(platform.pool, key)
     assert key is not None
+    await _note_use(platform, hash_key(key))
     try:
         wait_s = await platform.request_limiter.take(hash_key(key).hex()[:32])
     except (RedisError, OSError):
@@ -95,3 +101,30 @@ async def revoke_key_by_prefix(database_url: str, prefix: str) -> None:
             await api_keys.revoke_key(connection, key_ids[0])
     finally:
         await connection.close()
+
+
+async def _note_use(platform: Platform, key_hash: bytes) -> None:
+    now = time.monotonic()
+    if now - _touched.get(key_hash, -TOUCH_EVERY_S) < TOUCH_EVERY_S:
+        return
+    if len(_touched) > 10_000:
+        _touched.clear()
+    _touched[key_hash] = now
+    await api_keys.touch_key(platform.pool, key_hash)
+
+
+async def list_project_keys(platform: Platform, project_id: UUID) -> list[ApiKeyInfo]:
+    """The project's keys (their prefixes, never the keys), active first."""
+    return await api_keys.list_keys(platform.pool, project_id)
+
+
+async def create_project_key(platform: Platform, project_id: UUID) -> str:
+    """A new key for the project, returned once."""
+    async with platform.pool.acquire() as connection:
+        return await create_key(connection, project_id)
+
+
+async def revoke_project_key(platform: Platform, project_id: UUID, key_id: UUID) -> None:
+    """Revoke one of the project's keys at once; NotFound when it has no such active key."""
+    if not await api_keys.revoke_project_key(platform.pool, project_id, key_id):
+        raise NotFound("No active key with this id in your project.")

@@ -8,6 +8,7 @@ from uuid import UUID
 from app.db import datasets as dataset_rows
 from app.domain.datasets import Dataset
 from app.domain.stored_text import refuse_nul
+from app.domain.web import DatasetSummary, LastRun
 from app.errors import Conflict, NotFound
 from app.services.platform import Platform
 
@@ -44,6 +45,25 @@ async def list_datasets(
 ) -> list[Dataset]:
     """A page of the project's datasets."""
     return await dataset_rows.list_datasets(platform.pool, project_id, after_seq, limit)
+
+
+async def dataset_summaries(
+    platform: Platform, project_id: UUID, after_seq: int, limit: int
+) -> list[DatasetSummary]:
+    """A page of the project's datasets, each with its newest run."""
+    return await dataset_rows.dataset_summaries(platform.pool, project_id, after_seq, limit)
+
+
+async def last_run(platform: Platform, dataset: Dataset) -> LastRun | None:
+    """The dataset's newest run, if any."""
+    return await dataset_rows.last_run(platform.pool, dataset.id)
+
+
+async def dataset_names(
+    platform: Platform, project_id: UUID, dataset_ids: list[UUID]
+) -> dict[UUID, str]:
+    """The names of these datasets of the project (deleted ones too)."""
+    return await dataset_rows.dataset_names(platform.pool, project_id, dataset_ids)
 
 
 async def update_dataset(

@@ -14,6 +14,7 @@ from app.errors import FieldError, InvalidInput
 from app.secrets_box import seal
 from app.services.platform import Platform
 
+NO_KEY = "No key to test: set the project's Anthropic API key (or the server's ANTHROPIC_API_KEY)."
 # Visible ASCII without spaces: what an API key is, and what an HTTP header can carry.
 _KEY = re.compile(r"[\x21-\x7e]{1,500}")
 
@@ -88,3 +89,32 @@ async def judge_configured(platform: Platform, project_id: UUID) -> bool:
     if platform.settings.anthropic_api_key:
         return True
     return (await projects.judge_settings(platform.pool, project_id)).key_encrypted is not None
+
+
+class KeyTest(msgspec.Struct, frozen=True, kw_only=True):
+    """What one minimal call with the project's judge said."""
+
+    ok: bool
+    model: str
+    detail: str
+
+
+async def try_judge_key(platform: Platform, project_id: UUID) -> KeyTest:
+    """Make one minimal call with the key and model the project's runs use; say what happened."""
+    view = _view(platform, await projects.judge_settings(platform.pool, project_id))
+    if not view.judge_configured:
+        return KeyTest(ok=False, model=view.effective_model, detail=NO_KEY)
+    from app.engine.judge_clients import JudgeClients  # loads the model SDK: only when asked
+
+    clients = JudgeClients(platform.settings, platform.pool, platform.secret_key)
+    try:
+        client = await clients.for_project(project_id)
+        if client is None:
+            return KeyTest(ok=False, model=view.effective_model, detail=NO_KEY)
+        failure = await client.check_key()
+    finally:
+        await clients.aclose()
+    if failure is None:
+        detail = f"The key works: {view.effective_model} answered."
+        return KeyTest(ok=True, model=view.effective_model, detail=detail)
+    return KeyTest(ok=False, model=view.effective_model, detail=failure)

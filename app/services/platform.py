@@ -11,6 +11,7 @@ from app.config import Settings
 from app.coordination.rate_limits import TokenBucket
 from app.coordination.run_watch import RunWatcher
 from app.queue import QueueConnection
+from app.services.preview_judge import PreviewJudge
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,3 +28,5 @@ class Platform:
     agent_client: AgentClient
     # Each API key's request rate, shared by every API process.
     request_limiter: TokenBucket
+    # The AI judge for previews, opened on first use.
+    preview_judge: PreviewJudge

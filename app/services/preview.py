@@ -1,17 +1,36 @@
-"""Grading a reply against a case's checks without storing anything (the rubric editor)."""
+"""Grading a reply against a case's checks without storing anything (the rubric editor).
+
+The API's preview endpoints grade a given reply and leave the AI judge out; the rubric
+editor's Preview calls the project's agent with the unsaved case and asks the judge too, so
+what it shows is what a run would grade.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from app.domain.results import CaseResult, JudgeVerdict
+import msgspec
+
+from app.agents import AgentCallResult
+from app.domain.judging import JudgeRecord
+from app.domain.results import CaseResult, JudgeVerdict, Observation
 from app.domain.test_cases import TestCaseContent
 from app.engine.grading_pool import grade_off_loop
+from app.engine.judging import NO_JUDGE
+from app.errors import Conflict
 from app.grading import grade_case, judge_requests, observation_from_wire
+from app.services import judge_settings
+from app.services.agents import PREVIEW_SOURCE, call_agent_once, default_agent
 from app.services.platform import Platform
 from app.services.test_cases import get_test_case, prepare_content
+
+NO_AGENT = (
+    "No agent is registered for this project: register it under Settings, Your agent, or "
+    "paste a reply to grade instead."
+)
 
 PREVIEW_NO_JUDGE = "previews do not call the AI judge; runs do"
 
@@ -49,4 +68,85 @@ async def preview_unsaved(
     return await grade_off_loop(
         lambda out_of_time: preview(prepared, actual_output, actual_tool_calls, out_of_time),
         platform.settings.grading_budget_s,
+    )
+
+
+class JudgedPreview(msgspec.Struct, frozen=True, kw_only=True):
+    """A preview as the rubric editor shows it: what the agent did, and the grade."""
+
+    result: CaseResult
+    observation: Observation
+    # The call to the agent (None when the reply was pasted).
+    call: AgentCallResult | None
+    # What the AI judge said of each judged check, when it was asked.
+    judge: list[JudgeRecord]
+    # How long the agent and the judge took (the rest of a preview's time is the platform's).
+    agent_s: float = 0.0
+    judge_s: float = 0.0
+
+
+async def preview_with_agent(
+    platform: Platform,
+    project_id: UUID,
+    content: TestCaseContent,
+    context: dict[str, Any] | None,
+    test_case_id: UUID | None,
+) -> JudgedPreview:
+    """Call the project's agent with the unsaved case, then grade its reply as a run would."""
+    agent = await default_agent(platform, project_id)
+    if agent is None:
+        raise Conflict(NO_AGENT)
+    started = time.perf_counter()
+    call = await call_agent_once(
+        platform, agent, content.input, context, source=PREVIEW_SOURCE, test_case_id=test_case_id
+    )
+    agent_s = time.perf_counter() - started
+    observation = observation_from_wire(
+        call.actual_output, call.actual_tool_calls, agent_error=call.error
+    )
+    judged = await _judged(platform, project_id, content, observation, context, call)
+    return msgspec.structs.replace(judged, agent_s=agent_s)
+
+
+async def preview_pasted(
+    platform: Platform,
+    project_id: UUID,
+    content: TestCaseContent,
+    context: dict[str, Any] | None,
+    reply: Any,
+    tool_calls: Any,
+) -> JudgedPreview:
+    """Grade a reply and tool calls typed in, as a run would (the AI judge included)."""
+    observation = observation_from_wire(reply, tool_calls)
+    return await _judged(platform, project_id, content, observation, context, None)
+
+
+async def _judged(
+    platform: Platform,
+    project_id: UUID,
+    content: TestCaseContent,
+    observation: Observation,
+    context: dict[str, Any] | None,
+    call: AgentCallResult | None,
+) -> JudgedPreview:
+    prepared = prepare_content(content)
+    records: list[JudgeRecord] = []
+    requests = judge_requests(prepared, observation)
+    # A case without judge checks needs no word from the judge's settings.
+    judge_s = 0.0
+    if requests and await judge_settings.judge_configured(platform, project_id):
+        started = time.perf_counter()
+        verdicts, records = await platform.preview_judge.verdicts(
+            project_id, prepared, observation, context
+        )
+        judge_s = time.perf_counter() - started
+    else:
+        unavailable = JudgeVerdict.unavailable(NO_JUDGE)
+        verdicts = {request.check_id: unavailable for request in requests}
+    result = await grade_off_loop(
+        lambda out_of_time: grade_case(prepared, observation, verdicts, out_of_time),
+        platform.settings.grading_budget_s,
+    )
+    return JudgedPreview(
+        result=result, observation=observation, call=call, judge=records, judge_s=judge_s
     )

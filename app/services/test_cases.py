@@ -8,13 +8,16 @@ from uuid import UUID
 
 import msgspec
 
+from app.db import case_results as result_rows
 from app.db import datasets as dataset_rows
 from app.db import test_cases as case_rows
 from app.db.pool import Connection
 from app.domain.checks import OutputContains, OutputNotContains, assign_check_ids
 from app.domain.checks import duplicate_check_ids as find_duplicate_ids
+from app.domain.datasets import Dataset
 from app.domain.stored_text import nul_problems
 from app.domain.test_cases import TestCase, TestCaseContent
+from app.domain.web import CaseFilter, Revision
 from app.errors import Conflict, FieldError, InvalidInput, NotFound
 from app.grading import EXPECTATION_ID, regex_compile_error
 from app.services.platform import Platform
@@ -121,6 +124,16 @@ async def get_test_case(platform: Platform, project_id: UUID, test_case_id: UUID
     return case
 
 
+async def get_test_case_with_dataset(
+    platform: Platform, project_id: UUID, test_case_id: UUID
+) -> tuple[TestCase, Dataset]:
+    """The case with its current revision, and the dataset it is in."""
+    found = await case_rows.get_test_case_with_dataset(platform.pool, project_id, test_case_id)
+    if found is None:
+        raise NotFound("No test case with this id in your project.")
+    return found
+
+
 async def list_test_cases(
     platform: Platform, project_id: UUID, dataset_id: UUID, after_seq: int, limit: int
 ) -> list[TestCase]:
@@ -128,6 +141,31 @@ async def list_test_cases(
     if await dataset_rows.get_dataset(platform.pool, project_id, dataset_id) is None:
         raise NotFound("No dataset with this id in your project.")
     return await case_rows.list_test_cases(platform.pool, dataset_id, after_seq, limit)
+
+
+async def find_test_cases(
+    platform: Platform, dataset_id: UUID, where: CaseFilter, after_seq: int, limit: int
+) -> list[TestCase]:
+    """A page of the dataset's cases matching the filter (the caller has checked the dataset
+    is the project's)."""
+    return await case_rows.find_test_cases(platform.pool, dataset_id, where, after_seq, limit)
+
+
+async def outcomes_in_run(
+    platform: Platform, run_id: UUID, test_case_ids: list[UUID]
+) -> dict[UUID, str]:
+    """How these cases came out in a run of their dataset (absent: no result)."""
+    return await result_rows.outcomes(platform.pool, run_id, test_case_ids)
+
+
+async def case_revisions(
+    platform: Platform, project_id: UUID, test_case_id: UUID, limit: int
+) -> list[Revision]:
+    """The case's revisions, newest first; NotFound when it is not in this project."""
+    found = await case_rows.revisions(platform.pool, project_id, test_case_id, limit)
+    if not found:
+        raise NotFound("No test case with this id in your project.")
+    return found
 
 
 async def count_new_cases(

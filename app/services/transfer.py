@@ -29,6 +29,8 @@ COPY_BATCH = 5_000
 EXPORT_PAGE = 1_000
 # Enough to fix a file in one go without turning the response into a second copy of it.
 MAX_REPORTED_ERRORS = 20
+# An import this large changes what the planner should know about the case tables.
+ANALYZE_AFTER_CASES = 1_000
 # Validated cases wait here until the whole body is in; past this they go to a temporary file.
 SPOOL_IN_MEMORY_BYTES = 16 * 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
@@ -131,6 +133,8 @@ async def import_test_cases(
                 raise NotFound("No dataset with this id in your project.")
             await _copy(connection, dataset_id, validator.contents())
             await count_new_cases(platform, connection, dataset_id, validator.valid)
+    if validator.valid >= ANALYZE_AFTER_CASES:
+        await case_rows.refresh_planner_statistics(platform.pool)
     return validator.valid
 
 

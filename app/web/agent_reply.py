@@ -1,0 +1,33 @@
+"""What an agent did on one call, as the preview and Send test message show it: the reply and
+the tool calls in order, read as a run reads them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from app.agents import AgentCallResult
+from app.domain.results import Observation
+from app.grading import observation_from_wire
+
+
+def observed(call: AgentCallResult) -> Observation:
+    """The call's reply and tool calls as a run grades them (left out: not reported)."""
+    return observation_from_wire(call.actual_output, call.actual_tool_calls, agent_error=call.error)
+
+
+def what_the_agent_did(observation: Observation) -> dict[str, Any]:
+    """The reply (None: not reported), and the tool calls with their arguments as text."""
+    return {
+        "reply": observation.actual_output,
+        "tool_calls": [
+            {"name": call.name, "arguments": _shown(call.arguments)}
+            for call in observation.tool_calls or ()
+        ],
+        "tool_calls_reported": observation.tool_calls is not None,
+        "unreadable_tool_calls": observation.unreadable_tool_calls,
+    }
+
+
+def _shown(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)

@@ -1,0 +1,300 @@
+"""The rubric editor: a case's input, expectation and checks as forms; Preview against the
+project's agent (or a pasted reply), graded as a run grades; Save makes a revision."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath
+
+from app.api.auth import PlatformDep
+from app.api.pagination import parse_id
+from app.domain.datasets import Dataset
+from app.domain.test_cases import TestCase, TestCaseContent
+from app.domain.web import Revision
+from app.errors import Conflict, InvalidInput
+from app.grading.patterns import regex_compile_error
+from app.services import preview as preview_service
+from app.services import test_cases as case_service
+from app.services.platform import Platform
+from app.web import case_form
+from app.web.agent_reply import what_the_agent_did
+from app.web.case_form import PRODUCT_NAMES, CaseForm
+from app.web.forms import text
+from app.web.objects import case_and_dataset_named, case_named, dataset_named
+from app.web.once import new_form_id, once
+from app.web.rendering import page, redirect
+from app.web.server_timing import spent
+from app.web.sessions import session_of
+
+HISTORY_SHOWN = 50
+
+
+class CaseEditorPages(Controller):
+    """Writing and trying a test case."""
+
+    @get("/datasets/{dataset_id:str}/cases/new", name="new_case")
+    async def new_case(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, dataset_id: FromPath[str]
+    ) -> Response[Any]:
+        """An empty editor for a new case of the dataset."""
+        dataset = await dataset_named(request, platform, dataset_id)
+        return _editor(request, dataset, None, CaseForm())
+
+    @post("/datasets/{dataset_id:str}/cases/new", name="edit_new_case")
+    async def edit_new_case(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, dataset_id: FromPath[str]
+    ) -> Response[Any]:
+        """An action on a new case: add or remove a check, preview, save."""
+        dataset = await dataset_named(request, platform, dataset_id)
+        return await _act(request, platform, dataset, None)
+
+    @get("/cases/{case_id:str}", name="case")
+    async def case(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, case_id: FromPath[str]
+    ) -> Response[Any]:
+        """The editor on a case's current revision."""
+        case, dataset = await case_and_dataset_named(request, platform, case_id)
+        form = case_form.from_content(case.content)
+        warnings = {
+            case_form.field_of(warning.pointer): warning.detail
+            for warning in case_service.regex_warnings(case.content)
+        }
+        saved = request.query_params.get("saved") is not None
+        return _editor(request, dataset, case, form, warnings=warnings, saved=saved)
+
+    @post("/cases/{case_id:str}", name="edit_case")
+    async def edit_case(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, case_id: FromPath[str]
+    ) -> Response[Any]:
+        """An action on a case: add or remove a check, preview, save."""
+        case, dataset = await case_and_dataset_named(request, platform, case_id)
+        return await _act(request, platform, dataset, case)
+
+    @get("/cases/{case_id:str}/history", name="case_history")
+    async def history(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, case_id: FromPath[str]
+    ) -> Response[Any]:
+        """Every revision of the case, each with what changed from the one before."""
+        project_id = session_of(request).project_id
+        test_case_id = parse_id(case_id, "test case")
+        revisions = await case_service.case_revisions(
+            platform, project_id, test_case_id, HISTORY_SHOWN + 1
+        )
+        case, dataset = await case_service.get_test_case_with_dataset(
+            platform, project_id, test_case_id
+        )
+        changes = [
+            {"revision": revision, "diff": _diff(older, revision)}
+            for revision, older in zip(revisions, [*revisions[1:], None], strict=True)
+        ][:HISTORY_SHOWN]
+        return page(request, "case_history.html", case=case, dataset=dataset, changes=changes)
+
+    @post("/cases/{case_id:str}/delete", name="delete_case")
+    async def delete(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, case_id: FromPath[str]
+    ) -> Response[Any]:
+        """Delete the case (runs that used it keep their results)."""
+        case = await case_named(request, platform, case_id)
+        await case_service.delete_test_case(platform, session_of(request).project_id, case.id)
+        return redirect(request, f"/datasets/{case.dataset_id}")
+
+    @post("/ui/check-regex", name="check_regex")
+    async def check_regex(self, request: Request[Any, Any, Any]) -> Response[Any]:
+        """As a text check's pattern is typed: RE2's own error, or nothing (htmx swaps it in)."""
+        form = await request.form()
+        check = text(form, "field")  # which check: "checks-N"
+        problem = None
+        if form.get(f"{check}-regex") in ("on", "true", "1"):
+            problem = regex_compile_error(text(form, f"{check}-value"))
+        return page(request, "_field_check.html", name=f"{check}-value", problem=problem)
+
+
+async def _act(
+    request: Request[Any, Any, Any], platform: Platform, dataset: Dataset, case: TestCase | None
+) -> Response[Any]:
+    """Do what the pressed button asks with the form as posted."""
+    posted = await request.form()
+    form = case_form.from_form_data(posted)
+    action = text(posted, "action") or "save"
+    if action.startswith("add:"):
+        return _editor(request, dataset, case, case_form.with_check_added(form, action[4:]), posted)
+    if action.startswith("remove:") and action[7:].isdigit():
+        removed = case_form.with_check_removed(form, int(action[7:]))
+        return _editor(request, dataset, case, removed, posted)
+    if action == "convert":
+        converted = case_form.with_older_criteria_converted(form)
+        return _editor(request, dataset, case, converted, posted)
+    content, errors = case_form.to_content(form)
+    if content is None:
+        return _editor(request, dataset, case, form, posted, errors=errors, status_code=422)
+    if action in ("preview", "paste"):
+        return await _preview(request, platform, dataset, case, form, posted, content, action)
+    return await _save(request, platform, dataset, case, form, posted, content)
+
+
+async def _preview(
+    request: Request[Any, Any, Any],
+    platform: Platform,
+    dataset: Dataset,
+    case: TestCase | None,
+    form: CaseForm,
+    posted: Mapping[str, Any],
+    content: TestCaseContent,
+    action: str,
+) -> Response[Any]:
+    project_id = session_of(request).project_id
+    try:
+        if action == "paste":
+            reply, calls, errors = _pasted(posted)
+            if errors:
+                return _editor(request, dataset, case, form, posted, errors=errors, status_code=422)
+            outcome = await preview_service.preview_pasted(
+                platform, project_id, content, dataset.data_context, reply, calls
+            )
+        else:
+            outcome = await preview_service.preview_with_agent(
+                platform, project_id, content, dataset.data_context, case.id if case else None
+            )
+    except (InvalidInput, Conflict) as exc:
+        errors, status = _refusal(exc)
+        return _editor(request, dataset, case, form, posted, errors=errors, status_code=status)
+    spent(request, "agent", outcome.agent_s)
+    spent(request, "judge", outcome.judge_s)
+    return _editor(request, dataset, case, form, posted, preview=outcome)
+
+
+def _refusal(exc: InvalidInput | Conflict) -> tuple[dict[str, str], int]:
+    """A service's refusal as the editor shows it: errors by field (or for the whole form),
+    and the status."""
+    if isinstance(exc, InvalidInput):
+        return case_form.errors_by_field(exc.errors), 422
+    return {"": exc.detail}, 409
+
+
+def _pasted(posted: Mapping[str, Any]) -> tuple[str, Any, dict[str, str]]:
+    """The pasted reply and tool calls (a JSON list; blank is no calls reported)."""
+    raw_calls = text(posted, "pasted_tool_calls").strip()
+    if not raw_calls:
+        return text(posted, "pasted_reply"), [], {}
+    try:
+        calls = json.loads(raw_calls)
+    except json.JSONDecodeError as exc:
+        problem = f"The tool calls are not valid JSON: {exc.msg} (line {exc.lineno})."
+        return "", None, {"pasted_tool_calls": problem}
+    return text(posted, "pasted_reply"), calls, {}
+
+
+async def _save(
+    request: Request[Any, Any, Any],
+    platform: Platform,
+    dataset: Dataset,
+    case: TestCase | None,
+    form: CaseForm,
+    posted: Mapping[str, Any],
+    content: TestCaseContent,
+) -> Response[Any]:
+    project_id = session_of(request).project_id
+
+    async def store() -> str:
+        if case is None:
+            created, _ = await case_service.create_test_case(
+                platform, project_id, dataset.id, content
+            )
+            return f"/cases/{created.id}?saved=1"
+        await case_service.update_test_case(platform, project_id, case.id, lambda _: content)
+        return f"/cases/{case.id}?saved=1"
+
+    try:
+        location = await once(
+            platform, project_id, posted.get("form_id"), f"/datasets/{dataset.id}", store
+        )
+    except (InvalidInput, Conflict) as exc:
+        errors, status = _refusal(exc)
+        return _editor(request, dataset, case, form, posted, errors=errors, status_code=status)
+    return redirect(request, location)
+
+
+def _editor(
+    request: Request[Any, Any, Any],
+    dataset: Dataset,
+    case: TestCase | None,
+    form: CaseForm,
+    posted: Mapping[str, Any] | None = None,
+    *,
+    errors: dict[str, str] | None = None,
+    warnings: dict[str, str] | None = None,
+    preview: preview_service.JudgedPreview | None = None,
+    saved: bool = False,
+    status_code: int = 200,
+) -> Response[Any]:
+    posted = posted or {}
+    older_checks, free_text = (
+        case_form.older_criteria(form) if form.uses_older_criteria else ([], [])
+    )
+    return page(
+        request,
+        "case_editor.html",
+        status_code=status_code,
+        dataset=dataset,
+        case=case,
+        form=form,
+        errors=errors or {},
+        warnings=warnings or {},
+        product_names=PRODUCT_NAMES,
+        older_checks=older_checks,
+        free_text=free_text,
+        preview=_preview_view(preview) if preview else None,
+        pasted_reply=text(posted, "pasted_reply"),
+        pasted_tool_calls=text(posted, "pasted_tool_calls"),
+        form_id=text(posted, "form_id") or new_form_id(),
+        saved=saved,
+        action_url=f"/cases/{case.id}" if case else f"/datasets/{dataset.id}/cases/new",
+    )
+
+
+def _preview_view(outcome: preview_service.JudgedPreview) -> dict[str, Any]:
+    """What the preview panel shows: the agent's reply and calls beside every verdict."""
+    judged = {record.check_id: record for record in outcome.judge}
+    return {
+        "call": outcome.call,
+        "did": what_the_agent_did(outcome.observation),
+        "result": outcome.result,
+        "checks": [
+            {
+                "id": result.id,
+                "name": "Expected output (AI judge)"
+                if result.id == "expectation"
+                else PRODUCT_NAMES.get(result.type, result.type),
+                "severity": result.severity,
+                "status": result.status,
+                "detail": result.detail,
+                "score": result.score,
+                "reasoning": result.reasoning,
+                "judge": judged.get(result.id),
+            }
+            for result in outcome.result.check_results
+        ],
+    }
+
+
+def _diff(older: Revision | None, newer: Revision) -> list[str]:
+    """What changed from one revision to the next, as lines of a unified diff of their JSON."""
+    before = _lines(older.content) if older else []
+    after = _lines(newer.content)
+    name_before = f"revision {older.revision}" if older else "nothing"
+    return list(
+        difflib.unified_diff(
+            before, after, fromfile=name_before, tofile=f"revision {newer.revision}", lineterm=""
+        )
+    )
+
+
+def _lines(content: TestCaseContent) -> list[str]:
+    shown = msgspec.to_builtins(content)
+    return json.dumps(shown, indent=2, ensure_ascii=False).splitlines()

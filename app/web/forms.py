@@ -1,0 +1,101 @@
+"""Reading posted forms: text fields, JSON fields, and the API's rules for what they hold."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import msgspec
+
+from app.errors import FieldError, field_error_from_msgspec
+
+T = TypeVar("T")
+
+
+def text(form: Mapping[str, Any], name: str) -> str:
+    """A text field as posted ("" when absent)."""
+    value = form.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def optional_text(form: Mapping[str, Any], name: str) -> str | None:
+    """A text field, None when left blank."""
+    value = text(form, name).strip()
+    return value or None
+
+
+def json_object(
+    form: Mapping[str, Any], name: str, errors: dict[str, str], what: str = "This"
+) -> dict[str, Any] | None:
+    """A field holding a JSON object (None when blank); an error by the field otherwise."""
+    raw = text(form, name).strip()
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        errors[name] = (
+            f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+        )
+        return None
+    if not isinstance(value, dict):
+        errors[name] = f'{what} must be a JSON object: {{"key": "value", ...}}.'
+        return None
+    return value
+
+
+def json_problem(raw: str, want: type = dict) -> str | None:
+    """What is wrong with a JSON field's text, or None (blank is fine)."""
+    if not raw.strip():
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+    if not isinstance(value, want):
+        return "Must be a JSON object." if want is dict else "Must be a JSON list."
+    return None
+
+
+def checked(payload: dict[str, Any], shape: type[T], errors: dict[str, str]) -> T | None:
+    """The payload as the API's own request shape (so the page and the API take the same
+    values); a problem by field otherwise."""
+    try:
+        return msgspec.convert(payload, shape)
+    except msgspec.ValidationError as exc:
+        error = field_error_from_msgspec(exc)
+        errors[field_name(error.pointer)] = in_words(error.detail)
+        return None
+
+
+# msgspec's wording of a broken limit, as the person who filled the form in reads it.
+_IN_WORDS = (
+    (re.compile(r"Expected `str` of length >= 1\b.*"), "This cannot be empty."),
+    (re.compile(r"Expected `str` of length <= (\d+)\b.*"), r"At most \1 characters."),
+    (re.compile(r"Expected `(?:int|float)` >= (-?\d+(?:\.\d+)?)\b.*"), r"At least \1."),
+    (re.compile(r"Expected `(?:int|float)` <= (-?\d+(?:\.\d+)?)\b.*"), r"At most \1."),
+    (re.compile(r"Expected `(?:int|float)`, got `str`.*"), "A number, please."),
+)
+
+
+def in_words(detail: str) -> str:
+    """A validation message in plain words when it is one of msgspec's limits."""
+    for pattern, words in _IN_WORDS:
+        if pattern.fullmatch(detail):
+            return pattern.sub(words, detail)
+    return detail
+
+
+def field_name(pointer: str | None) -> str:
+    """The form field a JSON pointer names: its first segment ("" for the form as a whole)."""
+    return (pointer or "").strip("/").split("/")[0]
+
+
+def by_field(problems: list[FieldError]) -> dict[str, str]:
+    """Service problems, each by the form field its pointer names."""
+    errors: dict[str, str] = {}
+    for problem in problems:
+        errors.setdefault(field_name(problem.pointer), problem.detail)
+    return errors

@@ -1,0 +1,327 @@
+"""Settings: the project's API keys, its agent (the one Preview calls), and its AI judge."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+import msgspec.inspect
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath
+
+from app.agents import AgentCallResult
+from app.api.agents import AgentCreate
+from app.api.auth import PlatformDep
+from app.api.pagination import parse_id
+from app.domain.agents import Agent
+from app.errors import InvalidInput
+from app.services import agents as agent_service
+from app.services import api_keys as key_service
+from app.services import judge_settings as judge_service
+from app.services.judge_settings import KeyTest
+from app.services.platform import Platform
+from app.web.agent_reply import observed, what_the_agent_did
+from app.web.forms import by_field, checked, optional_text, text
+from app.web.once import new_form_id, once
+from app.web.rendering import page, redirect
+from app.web.sessions import session_of
+
+AGENT_FIELDS = ("name", "url", "headers", "timeout_s", "max_concurrency", "system_prompt", "tools")
+
+
+class SettingsPages(Controller):
+    """/settings and its forms."""
+
+    path = "/settings"
+
+    @get("/", name="settings")
+    async def settings(
+        self, request: Request[Any, Any, Any], platform: PlatformDep
+    ) -> Response[Any]:
+        """Keys, the agent, the judge."""
+        return await _settings_page(request, platform)
+
+    @post("/keys", name="create_key")
+    async def create_key(
+        self, request: Request[Any, Any, Any], platform: PlatformDep
+    ) -> Response[Any]:
+        """A new key, shown this once."""
+        project_id = session_of(request).project_id
+        form = await request.form()
+        created: list[str] = []
+
+        async def create() -> str:
+            created.append(await key_service.create_project_key(platform, project_id))
+            return "/settings#api-keys"
+
+        await once(platform, project_id, form.get("form_id"), "/settings#api-keys", create)
+        if not created:
+            # The same form sent again (a double click): the browser shows this answer, not
+            # the first one, which held the key.
+            return await _settings_page(request, platform, key_sent_twice=True)
+        return await _settings_page(request, platform, new_key=created[0])
+
+    @post("/keys/{key_id:str}/revoke", name="revoke_key")
+    async def revoke_key(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, key_id: FromPath[str]
+    ) -> Response[Any]:
+        """Revoke a key at once (a session opened with it ends too)."""
+        project_id = session_of(request).project_id
+        await key_service.revoke_project_key(platform, project_id, parse_id(key_id, "key"))
+        return redirect(request, "/settings#api-keys")
+
+    @post("/agent", name="save_agent")
+    async def save_agent(
+        self, request: Request[Any, Any, Any], platform: PlatformDep
+    ) -> Response[Any]:
+        """Register the project's agent, or change it."""
+        project_id = session_of(request).project_id
+        form = await request.form()
+        current = await agent_service.default_agent(platform, project_id)
+        errors: dict[str, str] = {}
+        fields = _agent_fields(form, current, errors)
+        if not errors:
+            try:
+                await _store_agent(platform, project_id, current, fields, form, errors)
+            except InvalidInput as exc:
+                errors = by_field(exc.errors)
+        if errors:
+            if text(form, "headers").strip() and "headers" not in errors:
+                errors["headers"] = "Headers are never shown back: type them again."
+            return await _settings_page(
+                request, platform, agent_form=form, agent_errors=errors, status_code=422
+            )
+        return redirect(request, "/settings?agent_saved=1#your-agent")
+
+    @post("/agent/default", name="choose_agent")
+    async def choose_agent(
+        self, request: Request[Any, Any, Any], platform: PlatformDep
+    ) -> Response[Any]:
+        """Choose which of the project's agents Preview and Send test message call."""
+        project_id = session_of(request).project_id
+        form = await request.form()
+        agent_id = parse_id(text(form, "default_agent"), "agent")
+        await agent_service.choose_default_agent(platform, project_id, agent_id)
+        return redirect(request, "/settings#your-agent")
+
+    @post("/agent/test", name="test_agent")
+    async def test_agent(
+        self, request: Request[Any, Any, Any], platform: PlatformDep
+    ) -> Response[Any]:
+        """Call the agent once with a message (`source: agentlasso-sandbox`); show what came
+        back."""
+        project_id = session_of(request).project_id
+        form = await request.form()
+        agent = await agent_service.default_agent(platform, project_id)
+        message = text(form, "message") or "Hello"
+        if agent is None:
+            errors = {"message": "Register your agent first (the form above)."}
+            return await _settings_page(
+                request, platform, test_errors=errors, message=message, status_code=409
+            )
+        call = await agent_service.invoke_agent(platform, project_id, agent.id, message, None)
+        return await _settings_page(request, platform, test_call=call, message=message)
+
+    @post("/judge", name="save_judge")
+    async def save_judge(
+        self, request: Request[Any, Any, Any], platform: PlatformDep
+    ) -> Response[Any]:
+        """Set the project's own Anthropic key (write-only, sealed) and model."""
+        project_id = session_of(request).project_id
+        form = await request.form()
+        changes: dict[str, Any] = {"model": optional_text(form, "model")}
+        key = text(form, "anthropic_api_key").strip()
+        if key:
+            changes["anthropic_api_key"] = key
+        elif form.get("remove_key") == "on":
+            changes["anthropic_api_key"] = None
+        try:
+            await judge_service.update_judge_settings(platform, project_id, changes)
+        except InvalidInput as exc:
+            return await _settings_page(
+                request, platform, judge_form=form, judge_errors=by_field(exc.errors),
+                status_code=422,
+            )  # fmt: skip
+        return redirect(request, "/settings?judge_saved=1#ai-judge")
+
+    @post("/judge/test", name="test_judge")
+    async def test_judge(
+        self, request: Request[Any, Any, Any], platform: PlatformDep
+    ) -> Response[Any]:
+        """One minimal call with the key and model the project's runs use."""
+        project_id = session_of(request).project_id
+        outcome = await judge_service.try_judge_key(platform, project_id)
+        return await _settings_page(request, platform, key_test=outcome)
+
+
+def _agent_fields(
+    form: Mapping[str, Any], current: Agent | None, errors: dict[str, str]
+) -> dict[str, Any]:
+    """The agent form's fields as the API takes them (headers only when some were typed)."""
+    fields: dict[str, Any] = {
+        "name": text(form, "name").strip() or (current.name if current else "My agent"),
+        "url": text(form, "url").strip(),
+        "timeout_s": _or_default(_number(form, "timeout_s", float, errors), "timeout_s"),
+        "max_concurrency": _number(form, "max_concurrency", int, errors),
+        "system_prompt": optional_text(form, "system_prompt"),
+        "tools": _tools(form, errors),
+    }
+    headers = _headers(text(form, "headers"), errors)
+    if headers:
+        fields["headers"] = headers
+    elif form.get("remove_headers") == "on" or current is None:
+        fields["headers"] = None
+    checked({**fields, "headers": fields.get("headers")}, AgentCreate, errors)
+    return fields
+
+
+def _or_default(value: Any, field: str) -> Any:
+    """The value, or the API's default for the field when the form left it blank."""
+    if value is not None:
+        return value
+    shape = msgspec.inspect.type_info(AgentCreate)
+    assert isinstance(shape, msgspec.inspect.StructType)
+    return next(each.default for each in shape.fields if each.name == field)
+
+
+def _number(form: Mapping[str, Any], name: str, kind: type, errors: dict[str, str]) -> Any:
+    raw = text(form, name).strip()
+    if not raw:
+        return None
+    try:
+        return kind(raw)
+    except ValueError:
+        errors[name] = "Enter a number." if kind is float else "Enter a whole number."
+        return None
+
+
+def _tools(form: Mapping[str, Any], errors: dict[str, str]) -> Any:
+    raw = text(form, "tools").strip()
+    if not raw:
+        return None
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        errors["tools"] = f"The tools are not valid JSON: {exc}."
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        errors["tools"] = "The tools must be a JSON list of objects."
+        return None
+    return value
+
+
+def _headers(raw: str, errors: dict[str, str]) -> dict[str, str]:
+    """`Name: value` lines as headers."""
+    headers: dict[str, str] = {}
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, colon, value = line.partition(":")
+        if not colon or not name.strip():
+            errors["headers"] = f"Line {number}: write each header as Name: value."
+            return {}
+        headers[name.strip()] = value.strip()
+    return headers
+
+
+async def _store_agent(
+    platform: Platform,
+    project_id: Any,
+    current: Agent | None,
+    fields: dict[str, Any],
+    form: Mapping[str, Any],
+    errors: dict[str, str],
+) -> None:
+    if current is None:
+
+        async def create() -> str:
+            spec = agent_service.AgentSpec(**fields)
+            agent = await agent_service.create_agent(platform, project_id, spec)
+            await agent_service.choose_default_agent(platform, project_id, agent.id)
+            return "/settings#your-agent"
+
+        await once(platform, project_id, form.get("form_id"), "/settings#your-agent", create)
+        return
+    await agent_service.update_agent(platform, project_id, current.id, fields)
+
+
+async def _settings_page(
+    request: Request[Any, Any, Any],
+    platform: Platform,
+    *,
+    new_key: str | None = None,
+    key_sent_twice: bool = False,
+    agent_form: Mapping[str, Any] | None = None,
+    agent_errors: dict[str, str] | None = None,
+    test_call: AgentCallResult | None = None,
+    test_errors: dict[str, str] | None = None,
+    message: str = "",
+    judge_form: Mapping[str, Any] | None = None,
+    judge_errors: dict[str, str] | None = None,
+    key_test: KeyTest | None = None,
+    status_code: int = 200,
+) -> Response[Any]:
+    project_id = session_of(request).project_id
+    agent = await agent_service.default_agent(platform, project_id)
+    agents = await agent_service.list_agents(platform, project_id, 0, 100)
+    judge = await judge_service.get_judge_settings(platform, project_id)
+    values = _agent_values(agent) if agent_form is None else _typed_agent_values(agent_form)
+    return page(
+        request,
+        "settings.html",
+        status_code=status_code,
+        keys=await key_service.list_project_keys(platform, project_id),
+        new_key=new_key,
+        key_sent_twice=key_sent_twice,
+        agent=agent,
+        agents=agents,
+        agent_values=values,
+        agent_errors=agent_errors or {},
+        test_call=test_call,
+        test_did=what_the_agent_did(observed(test_call)) if test_call else None,
+        test_errors=test_errors or {},
+        message=message,
+        agent_choices=[(str(each.id), each.name) for each in agents],
+        judge=judge,
+        judge_values={
+            "model": text(judge_form, "model") if judge_form else judge.model or "",
+            "remove_key": "on" if judge_form and judge_form.get("remove_key") == "on" else "",
+        },
+        model_choices=[
+            ("", f"The server default ({platform.settings.judge_model})"),
+            *((model, model) for model in sorted(platform.settings.judge_prices)),
+        ],
+        judge_errors=judge_errors or {},
+        key_test=key_test,
+        agent_saved=request.query_params.get("agent_saved") is not None,
+        judge_saved=request.query_params.get("judge_saved") is not None,
+        form_id=new_form_id(),
+    )
+
+
+def _typed_agent_values(form: Mapping[str, Any]) -> dict[str, str]:
+    """What the person typed, shown back with their errors; but never the headers' values,
+    which are write-only even before they are saved."""
+    values = {name: text(form, name) for name in AGENT_FIELDS} | {"headers": ""}
+    values["remove_headers"] = "on" if form.get("remove_headers") == "on" else ""
+    return values
+
+
+def _agent_values(agent: Agent | None) -> dict[str, str]:
+    if agent is None:
+        return {name: "" for name in AGENT_FIELDS} | {
+            "timeout_s": f"{_or_default(None, 'timeout_s'):g}",
+            "remove_headers": "",
+        }
+    return {
+        "name": agent.name,
+        "url": agent.url,
+        "headers": "",
+        "timeout_s": f"{agent.timeout_s:g}",
+        "max_concurrency": "" if agent.max_concurrency is None else str(agent.max_concurrency),
+        "system_prompt": agent.system_prompt or "",
+        "tools": "" if agent.tools is None else json.dumps(agent.tools, indent=2),
+        "remove_headers": "",
+    }

@@ -1,0 +1,92 @@
+"""/login and /logout: a project key or a one-time link in, a session cookie out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromQuery
+
+from app.api.auth import PlatformDep
+from app.errors import NotAuthenticated
+from app.services import web_sessions
+from app.web.rendering import page, redirect
+from app.web.sessions import (
+    SESSION_COOKIE,
+    login_form_is_genuine,
+    login_form_token,
+    safe_next,
+    with_login_cookie,
+    with_session_cookie,
+    without_session_cookie,
+)
+
+
+class SignInPages(Controller):
+    """Signing in: open to everyone."""
+
+    path = "/login"
+
+    @get("/", name="login")
+    async def login_page(
+        self,
+        request: Request[Any, Any, Any],
+        platform: PlatformDep,
+        token: FromQuery[str | None] = None,
+        next: FromQuery[str | None] = None,
+    ) -> Response[Any]:
+        """The sign-in form; with `?token=` (the link `agentlasso dev` prints), signed in."""
+        if token:
+            try:
+                session = await web_sessions.sign_in_with_link(platform, token)
+            except NotAuthenticated as exc:
+                return _form(request, next, message=exc.detail, status_code=401)
+            return with_session_cookie(request, redirect(request, safe_next(next)), session)
+        return _form(request, next)
+
+    @post("/", name="sign_in")
+    async def sign_in(
+        self, request: Request[Any, Any, Any], platform: PlatformDep
+    ) -> Response[Any]:
+        """Sign in with a project key."""
+        form = await request.form()
+        next_path = form.get("next")
+        if not login_form_is_genuine(request, form.get("login_token")):
+            message = "This sign-in form is out of date: try again."
+            return _form(request, next_path, message=message, status_code=403)
+        try:
+            session = await web_sessions.sign_in_with_key(platform, str(form.get("api_key") or ""))
+        except NotAuthenticated as exc:
+            errors = {"api_key": exc.detail}
+            return _form(request, next_path, errors=errors, status_code=422)
+        response = redirect(request, safe_next(next_path))
+        return with_session_cookie(request, response, session)
+
+
+@post("/logout", name="sign_out")
+async def sign_out(request: Request[Any, Any, Any], platform: PlatformDep) -> Response[Any]:
+    """End the session; back to the sign-in page."""
+    await web_sessions.sign_out(platform, request.cookies.get(SESSION_COOKIE))
+    return without_session_cookie(redirect(request, "/login"))
+
+
+def _form(
+    request: Request[Any, Any, Any],
+    next_path: object,
+    *,
+    message: str | None = None,
+    errors: dict[str, str] | None = None,
+    status_code: int = 200,
+) -> Response[Any]:
+    token = login_form_token(request)
+    response = page(
+        request,
+        "login.html",
+        status_code=status_code,
+        session=None,
+        login_token=token,
+        next=safe_next(next_path),
+        message=message,
+        errors=errors or {},
+    )
+    return with_login_cookie(request, response, token)

@@ -1,0 +1,307 @@
+"""Dataset Studio: datasets with their last run, a dataset's cases (search, filters, pages),
+its settings, import and export."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+from uuid import UUID
+
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath, FromQuery
+from litestar.response import Stream
+
+from app.api.auth import PlatformDep
+from app.api.datasets import DatasetCreate
+from app.api.pagination import decode_cursor, next_cursor
+from app.domain.checks import CHECK_TYPES, Severity, type_of
+from app.domain.datasets import Dataset
+from app.domain.test_cases import TestCase
+from app.domain.web import CaseFilter
+from app.errors import Conflict, InvalidInput
+from app.services import datasets as dataset_service
+from app.services import test_cases as case_service
+from app.services import transfer
+from app.web.case_form import PRODUCT_NAMES
+from app.web.forms import (
+    by_field,
+    checked,
+    json_object,
+    json_problem,
+    optional_text,
+    text,
+)
+from app.web.objects import dataset_named
+from app.web.once import new_form_id, once
+from app.web.rendering import page, redirect
+from app.web.sessions import session_of
+
+PAGE_SIZE = 50
+# What the dataset page's filters offer, by the names people know.
+CHECK_TYPE_CHOICES = [("", "Any check type"), *PRODUCT_NAMES.items()]
+SEVERITY_CHOICES = [("", "Any severity"), ("critical", "Critical"), ("minor", "Minor")]
+JUDGE_CHOICES = [("", "With or without"), ("yes", "Uses the AI judge"), ("no", "No AI judge")]
+LAST_RUN_CHOICES = [("", "Any result"), ("failed", "Failed in the last run")]
+
+
+class StudioPages(Controller):
+    """Datasets and their cases."""
+
+    @get("/", name="home")
+    async def home(self, request: Request[Any, Any, Any]) -> Response[Any]:
+        """Signed in: straight to the datasets."""
+        return redirect(request, "/datasets")
+
+    @get("/datasets", name="datasets")
+    async def datasets(
+        self,
+        request: Request[Any, Any, Any],
+        platform: PlatformDep,
+        cursor: FromQuery[str | None] = None,
+    ) -> Response[Any]:
+        """Every dataset with its case count and its last run's pass rate and gate."""
+        project_id = session_of(request).project_id
+        summaries = await dataset_service.dataset_summaries(
+            platform, project_id, decode_cursor(cursor), PAGE_SIZE + 1
+        )
+        more = next_cursor([summary.dataset.seq for summary in summaries], PAGE_SIZE)
+        return page(request, "datasets.html", summaries=summaries[:PAGE_SIZE], next_cursor=more)
+
+    @get("/datasets/new", name="new_dataset")
+    async def new_dataset(self, request: Request[Any, Any, Any]) -> Response[Any]:
+        """The form for a new dataset."""
+        return _dataset_form(request, {}, {})
+
+    @post("/datasets", name="create_dataset")
+    async def create_dataset(
+        self, request: Request[Any, Any, Any], platform: PlatformDep
+    ) -> Response[Any]:
+        """Create a dataset; back to the form with the problems when it cannot be."""
+        form = await request.form()
+        errors: dict[str, str] = {}
+        fields = _dataset_fields(form, errors)
+        written = checked(fields, DatasetCreate, errors) if not errors else None
+        if written is None:
+            return _dataset_form(request, form, errors, status_code=422)
+        project_id = session_of(request).project_id
+
+        async def create() -> str:
+            dataset = await dataset_service.create_dataset(
+                platform, project_id, written.name, written.description, written.data_context
+            )
+            return f"/datasets/{dataset.id}"
+
+        try:
+            location = await once(platform, project_id, form.get("form_id"), "/datasets", create)
+        except InvalidInput as exc:
+            return _dataset_form(request, form, by_field(exc.errors), status_code=422)
+        return redirect(request, location)
+
+    @get("/datasets/{dataset_id:str}", name="dataset")
+    async def dataset(
+        self,
+        request: Request[Any, Any, Any],
+        platform: PlatformDep,
+        dataset_id: FromPath[str],
+        cursor: FromQuery[str | None] = None,
+    ) -> Response[Any]:
+        """A dataset's cases, searched and filtered, a page at a time; and its settings."""
+        dataset = await dataset_named(request, platform, dataset_id)
+        return await _dataset_page(request, platform, dataset, cursor, {}, {})
+
+    @post("/datasets/{dataset_id:str}", name="update_dataset")
+    async def update_dataset(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, dataset_id: FromPath[str]
+    ) -> Response[Any]:
+        """Rename, describe, or change the data context."""
+        project_id = session_of(request).project_id
+        dataset = await dataset_named(request, platform, dataset_id)
+        form = await request.form()
+        errors: dict[str, str] = {}
+        fields = _dataset_fields(form, errors)
+        written = checked(fields, DatasetCreate, errors) if not errors else None
+        if written is not None:
+            try:
+                await dataset_service.update_dataset(platform, project_id, dataset.id, fields)
+            except InvalidInput as exc:
+                errors = by_field(exc.errors)
+        if errors:
+            return await _dataset_page(request, platform, dataset, None, form, errors, 422)
+        return redirect(request, f"/datasets/{dataset.id}?saved=1")
+
+    @get("/datasets/{dataset_id:str}/delete", name="confirm_delete_dataset")
+    async def confirm_delete(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, dataset_id: FromPath[str]
+    ) -> Response[Any]:
+        """Ask before deleting."""
+        dataset = await dataset_named(request, platform, dataset_id)
+        return page(request, "dataset_delete.html", dataset=dataset, problem=None)
+
+    @post("/datasets/{dataset_id:str}/delete", name="delete_dataset")
+    async def delete(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, dataset_id: FromPath[str]
+    ) -> Response[Any]:
+        """Delete the dataset and its cases (its finished runs stay readable)."""
+        project_id = session_of(request).project_id
+        dataset = await dataset_named(request, platform, dataset_id)
+        try:
+            await dataset_service.delete_dataset(platform, project_id, dataset.id)
+        except Conflict as exc:
+            return page(
+                request, "dataset_delete.html", status_code=409, dataset=dataset, problem=exc.detail
+            )
+        return redirect(request, "/datasets")
+
+    @get("/datasets/{dataset_id:str}/export", name="export_cases")
+    async def export_cases(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, dataset_id: FromPath[str]
+    ) -> Stream:
+        """The cases as JSON Lines, a file that imports back unchanged."""
+        project_id = session_of(request).project_id
+        dataset = await dataset_named(request, platform, dataset_id)
+        chunks = await transfer.export_test_cases(platform, project_id, dataset.id)
+        filename = "".join(c if c.isalnum() or c in "-_" else "-" for c in dataset.name)[:60]
+        return Stream(
+            chunks,
+            media_type="application/x-ndjson",
+            headers={
+                "content-disposition": f'attachment; filename="{filename or "cases"}.jsonl"',
+                "cache-control": "no-store",  # a project's cases: kept by no cache
+            },
+        )
+
+    @post("/ui/check-json", name="check_json")
+    async def check_json(self, request: Request[Any, Any, Any]) -> Response[Any]:
+        """As the data context is typed: whether it is a JSON object (htmx swaps the answer
+        in beside the field)."""
+        form = await request.form()
+        name = "tools" if text(form, "field") == "tools" else "data_context"
+        problem = json_problem(text(form, name), list if name == "tools" else dict)
+        return page(request, "_field_check.html", name=name, problem=problem)
+
+
+def _dataset_fields(form: Mapping[str, Any], errors: dict[str, str]) -> dict[str, Any]:
+    return {
+        "name": text(form, "name").strip(),
+        "description": optional_text(form, "description"),
+        "data_context": json_object(form, "data_context", errors, "The data context"),
+    }
+
+
+def _dataset_form(
+    request: Request[Any, Any, Any],
+    form: Mapping[str, Any],
+    errors: dict[str, str],
+    status_code: int = 200,
+) -> Response[Any]:
+    return page(
+        request,
+        "dataset_new.html",
+        status_code=status_code,
+        values={name: text(form, name) for name in ("name", "description", "data_context")},
+        errors=errors,
+        form_id=text(form, "form_id") or new_form_id(),
+    )
+
+
+async def _dataset_page(
+    request: Request[Any, Any, Any],
+    platform: PlatformDep,
+    dataset: Dataset,
+    cursor: str | None,
+    form: Mapping[str, Any],
+    errors: dict[str, str],
+    status_code: int = 200,
+) -> Response[Any]:
+    query = request.query_params
+    last_run = await dataset_service.last_run(platform, dataset)
+    where, chosen = _filter(query, last_run.id if last_run else None)
+    cases = await case_service.find_test_cases(
+        platform, dataset.id, where, decode_cursor(cursor), PAGE_SIZE + 1
+    )
+    more = next_cursor([case.seq for case in cases], PAGE_SIZE)
+    cases = cases[:PAGE_SIZE]
+    outcomes = (
+        await case_service.outcomes_in_run(platform, last_run.id, [case.id for case in cases])
+        if last_run
+        else {}
+    )
+    values = (
+        {name: text(form, name) for name in ("name", "description", "data_context")}
+        if form
+        else _dataset_values(dataset)
+    )
+    return page(
+        request,
+        "dataset.html",
+        status_code=status_code,
+        dataset=dataset,
+        last_run=last_run,
+        cases=[_row(case, outcomes.get(case.id)) for case in cases],
+        next_cursor=more,
+        filters=chosen,
+        filtering=any(chosen.values()),
+        choices={
+            "check_type": CHECK_TYPE_CHOICES,
+            "severity": SEVERITY_CHOICES,
+            "judged": JUDGE_CHOICES,
+            "last_run": LAST_RUN_CHOICES,
+        },
+        values=values,
+        errors=errors,
+        # Shown as "Imported N test cases": a number, or nothing (never text from a link).
+        imported=imported if (imported := query.get("imported", "")).isdigit() else None,
+        saved=query.get("saved"),
+        form_id=new_form_id(),
+    )
+
+
+def _filter(
+    query: Mapping[str, Any], last_run_id: UUID | None
+) -> tuple[CaseFilter, dict[str, str]]:
+    """The filter the page's query asks for, and the choices to show as made."""
+    names = ("q", "check_type", "severity", "judged", "last_run")
+    chosen = {name: str(query.get(name) or "") for name in names}
+    check_type = chosen["check_type"] if chosen["check_type"] in CHECK_TYPES else None
+    severities: dict[str, Severity] = {"critical": "critical", "minor": "minor"}
+    severity = severities.get(chosen["severity"])
+    judged = {"yes": True, "no": False}.get(chosen["judged"])
+    failed_in = last_run_id if chosen["last_run"] == "failed" else None
+    where = CaseFilter(
+        text=chosen["q"].strip()[:200] or None,
+        check_type=check_type,
+        severity=severity,
+        judged=judged,
+        failed_in_run=failed_in,
+    )
+    return where, chosen
+
+
+def _dataset_values(dataset: Dataset) -> dict[str, str]:
+    return {
+        "name": dataset.name,
+        "description": dataset.description or "",
+        "data_context": ""
+        if dataset.data_context is None
+        else json.dumps(dataset.data_context, indent=2, ensure_ascii=False),
+    }
+
+
+def _row(case: TestCase, outcome: str | None) -> dict[str, Any]:
+    """What the cases table shows of a case."""
+    content = case.content
+    shown = content.input if isinstance(content.input, str) else json.dumps(content.input)
+    checks = content.checks or ()
+    kinds = sorted({PRODUCT_NAMES[type_of(type(check))] for check in checks}) if checks else []
+    return {
+        "id": case.id,
+        "input": shown if len(shown) <= 160 else shown[:157] + "...",
+        "description": content.description or "",
+        "checks": len(checks),
+        "kinds": kinds,
+        "older": content.checks is None and content.evaluation_criteria_json is not None,
+        "judged": any(type_of(type(check)) == "llm_judge" for check in checks)
+        or content.expected_output is not None,
+        "outcome": outcome,
+    }
