@@ -269,6 +269,7 @@ def test_dev_serves_and_leaves_nothing_after_sigterm(
         assert http.get("/ready").status_code == 200
         created = http.post("/api/v1/datasets", json={"name": "smoke"})
         assert created.status_code == 201, created.text
+    _sign_in_by_the_printed_link(run)
     demo = _run_the_printed_demo_command(run)
     assert demo.returncode == 1, demo.stdout + demo.stderr  # one demo case fails on purpose
     assert "20/20 done, 19 passed, 1 failed" in demo.stdout
@@ -282,17 +283,33 @@ def test_dev_serves_and_leaves_nothing_after_sigterm(
 
 
 def _run_the_printed_demo_command(run: DevRun) -> subprocess.CompletedProcess[str]:
-    """The single `agentlasso run` command the banner printed, run as a user would paste it."""
-    line = next(line for line in run.output().splitlines() if " agentlasso run " in line)
-    words = line.split()
-    command_at = words.index("agentlasso")
-    # NAME=value words before the command, as a shell would read them.
-    env = {name: value for name, _, value in (word.partition("=") for word in words[:command_at])}
-    argv = words[command_at + 1 :]
+    """The single `agentlasso run` command the banner printed, pasted into a shell whose PATH
+    does not have the venv's bin/ on it (the README's first command does not put it there)."""
+    line = next(line for line in run.output().splitlines() if "agentlasso run " in line)
+    shell_path = ":".join(
+        entry for entry in os.environ.get("PATH", "").split(":")
+        if entry and Path(entry) != Path(sys.executable).parent
+    )  # fmt: skip
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *argv], env={**os.environ, **env},
+        ["/bin/sh", "-c", line.strip()], env={**os.environ, "PATH": shell_path or "/usr/bin:/bin"},
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
+
+
+def _sign_in_by_the_printed_link(run: DevRun) -> None:
+    """The banner's first line is the sign-in link: it signs in, once."""
+    first = next(line for line in run.output().splitlines() if line.startswith("Open "))
+    link = first.removeprefix("Open ").strip()
+    assert link.startswith(f"{run.base_url}/login?token="), first
+    with httpx.Client(timeout=30, trust_env=False) as browser:
+        opened = browser.get(link)
+        assert opened.status_code == 303, opened.text
+        assert "agentlasso_session" in opened.cookies
+        datasets = browser.get(f"{run.base_url}/datasets")
+        assert datasets.status_code == 200 and "demo" in datasets.text.lower(), datasets.text
+    with httpx.Client(timeout=30, trust_env=False) as another:
+        again = another.get(link)
+        assert again.status_code == 401 and "used or has expired" in again.text
 
 
 def test_children_die_when_dev_is_killed(
