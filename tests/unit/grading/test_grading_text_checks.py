@@ -233,7 +233,7 @@ def test_pathological_patterns_run_in_linear_time(pattern: str, reply: str) -> N
     started = time.perf_counter()
     result = grade_one(forbids(pattern, regex=True), reply)
     # A backtracking engine takes hours here; RE2 takes milliseconds. The bound is generous.
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 10.0
     assert result.status in ("passed", "failed")
 
 
