@@ -247,6 +247,7 @@ CREATE TABLE test_cases (
     CONSTRAINT test_cases_dataset_id_fkey FOREIGN KEY (dataset_id) REFERENCES datasets(id) ON DELETE CASCADE,
     CONSTRAINT test_cases_pkey PRIMARY KEY (id)
 );
+CREATE INDEX test_cases_current_revision_idx ON test_cases USING btree (current_revision_id);
 CREATE INDEX test_cases_dataset_seq_idx ON test_cases USING btree (dataset_id, seq);
 
 CREATE TABLE web_sessions (

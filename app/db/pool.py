@@ -74,6 +74,14 @@ class _BoundedAcquire(PoolAcquireContext):
         return connection
 
 
+async def keep_session(_connection: asyncpg.Connection) -> None:
+    """What a connection going back to the pool needs beyond asyncpg's own rollback: nothing.
+
+    asyncpg's default reset is a round trip per query (RESET ALL, UNLISTEN, CLOSE ALL, and
+    releasing advisory locks). Nothing of ours leaves such state on a pooled connection: locks
+    are transaction-scoped, settings are SET LOCAL, LISTEN has its own connection."""
+
+
 async def create_pool(
     database_url: str, *, min_size: int = 2, max_size: int = 10, acquire_timeout_s: float = 5.0
 ) -> asyncpg.Pool:
@@ -86,6 +94,7 @@ async def create_pool(
         max_queries=50_000,
         max_inactive_connection_lifetime=300.0,
         init=init_connection,
+        reset=keep_session,
         loop=None,
         connection_class=asyncpg.Connection,
         record_class=asyncpg.Record,
