@@ -112,7 +112,7 @@ class CaseEditorPages(Controller):
         problem = None
         if form.get(f"{check}-regex") in ("on", "true", "1"):
             problem = regex_compile_error(text(form, f"{check}-value"))
-        return page(request, "_field_check.html", name=f"{check}-value", problem=problem)
+        return page(request, "_field_check.html", problem=problem)
 
 
 async def _act(
@@ -123,13 +123,15 @@ async def _act(
     form = case_form.from_form_data(posted)
     action = text(posted, "action") or "save"
     if action.startswith("add:"):
-        return _editor(request, dataset, case, case_form.with_check_added(form, action[4:]), posted)
+        added = case_form.with_check_added(form, action[4:])
+        new_check = f"checks-{len(added.checks) - 1}"
+        return _editor(request, dataset, case, added, posted, focus=new_check)
     if action.startswith("remove:") and action[7:].isdigit():
         removed = case_form.with_check_removed(form, int(action[7:]))
-        return _editor(request, dataset, case, removed, posted)
+        return _editor(request, dataset, case, removed, posted, focus="checks")
     if action == "convert":
         converted = case_form.with_older_criteria_converted(form)
-        return _editor(request, dataset, case, converted, posted)
+        return _editor(request, dataset, case, converted, posted, focus="checks")
     content, errors = case_form.to_content(form)
     if content is None:
         return _editor(request, dataset, case, form, posted, errors=errors, status_code=422)
@@ -231,6 +233,7 @@ def _editor(
     warnings: dict[str, str] | None = None,
     preview: preview_service.JudgedPreview | None = None,
     saved: bool = False,
+    focus: str = "",
     status_code: int = 200,
 ) -> Response[Any]:
     posted = posted or {}
@@ -254,6 +257,7 @@ def _editor(
         pasted_tool_calls=text(posted, "pasted_tool_calls"),
         form_id=text(posted, "form_id") or new_form_id(),
         saved=saved,
+        focus=focus,  # what a person's focus moves to after the action (app.js)
         action_url=f"/cases/{case.id}" if case else f"/datasets/{dataset.id}/cases/new",
     )
 

@@ -178,7 +178,7 @@ class StudioPages(Controller):
         form = await request.form()
         name = "tools" if text(form, "field") == "tools" else "data_context"
         problem = json_problem(text(form, name), list if name == "tools" else dict)
-        return page(request, "_field_check.html", name=name, problem=problem)
+        return page(request, "_field_check.html", problem=problem)
 
 
 def _dataset_fields(form: Mapping[str, Any], errors: dict[str, str]) -> dict[str, Any]:

@@ -99,12 +99,16 @@ async def test_a_case_written_previewed_and_saved_in_the_browser(
     await check(page, 1, "Tool must be called").get_by_label("Tool").fill("stripe.refund")
     await add_check(page, "Forbidden in output")
     forbidden = check(page, 2, "Forbidden in output")
+    # Focus follows the action: a keyboard user is on the check just added.
+    await expect(page.get_by_text("Check 2: Forbidden in output")).to_be_focused()
     await page.wait_for_load_state("domcontentloaded")
     await forbidden.get_by_label("Regular expression").check()
     await forbidden.get_by_label("Text").fill("guarantee(d")
     await expect(forbidden.get_by_text("missing )")).to_be_visible()  # RE2's own error
+    await expect(forbidden.get_by_label("Text")).to_have_attribute("aria-invalid", "true")
     await forbidden.get_by_label("Text").fill("guarantee(d)?")
     await expect(forbidden.get_by_text("missing )")).to_be_hidden()
+    await expect(forbidden.get_by_label("Text")).to_have_attribute("aria-invalid", "false")
     await add_check(page, "AI judge: meets a criterion")
     await check(page, 3, "AI judge: meets a criterion").get_by_label("Criterion").fill(CRITERION)
     fake_anthropic.when("when the money arrives", passed("It gives 3-5 business days."))

@@ -10,10 +10,19 @@ document.addEventListener("click", (event) => {
     () => { button.textContent = "Press Ctrl+C to copy"; },
   );
 });
-// After htmx swaps the editor in, move focus to what the action produced (errors or a preview).
+// After htmx swaps the editor in, move focus to what the action produced: errors, a preview,
+// or the check just added or the list a check was removed from (the server marks it).
 document.addEventListener("htmx:afterSettle", (event) => {
   const target = event.detail.elt;
   if (!(target instanceof Element)) return;
-  const shown = target.querySelector("#preview, .alert[role=alert]");
+  const shown = target.querySelector(".alert[role=alert], #preview, [data-focus]");
   if (shown) { shown.setAttribute("tabindex", "-1"); shown.focus(); }
+});
+// A live check's message is updated in place (so screen readers announce it); its field is
+// marked invalid while there is one.
+document.addEventListener("htmx:afterSwap", (event) => {
+  const message = event.detail.target;
+  if (!(message instanceof Element) || !message.matches(".field-error[aria-live]")) return;
+  const field = document.querySelector(`[aria-describedby~="${message.id}"]`);
+  if (field) field.setAttribute("aria-invalid", message.textContent.trim() ? "true" : "false");
 });
