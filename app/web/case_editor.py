@@ -33,6 +33,8 @@ from app.web.server_timing import spent
 from app.web.sessions import session_of
 
 HISTORY_SHOWN = 50
+# The element Preview and Paste a reply fill (case_editor.html).
+PREVIEW_SLOT = "preview-slot"
 
 
 class CaseEditorPages(Controller):
@@ -155,7 +157,10 @@ async def _preview(
         if action == "paste":
             reply, calls, errors = _pasted(posted)
             if errors:
-                return _editor(request, dataset, case, form, posted, errors=errors, status_code=422)
+                refused = _editor(
+                    request, dataset, case, form, posted, errors=errors, status_code=422
+                )
+                return _whole_editor_instead(request, refused)
             outcome = await preview_service.preview_pasted(
                 platform, project_id, content, dataset.data_context, reply, calls
             )
@@ -165,10 +170,30 @@ async def _preview(
             )
     except (InvalidInput, Conflict) as exc:
         errors, status = _refusal(exc)
-        return _editor(request, dataset, case, form, posted, errors=errors, status_code=status)
+        refused = _editor(request, dataset, case, form, posted, errors=errors, status_code=status)
+        return _whole_editor_instead(request, refused)
     spent(request, "agent", outcome.agent_s)
     spent(request, "judge", outcome.judge_s)
+    if _asked_for_preview_only(request):
+        return page(request, "_preview_slot.html", preview=_preview_view(outcome))
     return _editor(request, dataset, case, form, posted, preview=outcome)
+
+
+def _asked_for_preview_only(request: Request[Any, Any, Any]) -> bool:
+    """htmx asked for the preview slot alone: the form on the page stays as the person left it."""
+    return request.headers.get("hx-target") == PREVIEW_SLOT
+
+
+def _whole_editor_instead(
+    request: Request[Any, Any, Any], response: Response[Any]
+) -> Response[Any]:
+    """An editor with errors, put in place of the whole editor even when htmx asked for the
+    preview slot (the errors are shown by their fields)."""
+    if _asked_for_preview_only(request):
+        response.headers.update(
+            {"hx-retarget": "#editor", "hx-reselect": "#editor", "hx-reswap": "outerHTML"}
+        )
+    return response
 
 
 def _refusal(exc: InvalidInput | Conflict) -> tuple[dict[str, str], int]:

@@ -1069,13 +1069,38 @@ async def test_an_htmx_preview_with_no_agent_registered_shows_the_message(
     dataset = await create_dataset(client)
     editor_url = f"/datasets/{dataset['id']}/cases/new"
     editor = (await person.web.get(editor_url)).text
+    for asked in ({}, {"hx-target": "preview-slot"}):  # the form's htmx, or the button's
+        answer = await person.web.post(
+            editor_url,
+            data=case_fields(action="preview"),
+            headers={"hx-request": "true", "x-csrf-token": person.csrf, **asked},
+        )
+        assert NO_AGENT in shown_text(answer.text)
+        assert htmx_swaps(editor, answer.status_code), f"htmx drops a {answer.status_code}"
+        if asked:  # the refusal is shown in the editor, where the form's errors go
+            assert answer.headers["hx-retarget"] == "#editor"
+            assert answer.headers["hx-reselect"] == "#editor"
+
+
+async def test_a_pasted_reply_graded_by_htmx_answers_the_preview_alone(
+    person: Person, client: httpx.AsyncClient
+) -> None:
+    """The Preview and Grade this reply buttons fill the preview slot; the form stays as typed."""
+    dataset = await create_dataset(client)
+    editor_url = f"/datasets/{dataset['id']}/cases/new"
+    editor = (await person.web.get(editor_url)).text
+    assert 'hx-target="#preview-slot"' in editor
     answer = await person.web.post(
         editor_url,
-        data=case_fields(action="preview"),
-        headers={"hx-request": "true", "x-csrf-token": person.csrf},
+        data=case_fields(action="paste", pasted_reply="Your refund is on its way."),
+        headers={"hx-request": "true", "hx-target": "preview-slot", "x-csrf-token": person.csrf},
     )
-    assert NO_AGENT in shown_text(answer.text)
-    assert htmx_swaps(editor, answer.status_code), f"htmx drops a {answer.status_code}"
+    assert answer.status_code == 200
+    assert answer.text.lstrip().startswith('<div id="preview-slot">')
+    assert 'name="input"' not in answer.text, "the form is not sent again"
+    shown = shown_text(answer.text)
+    assert "Your refund is on its way." in shown
+    assert "Output must contain" in shown and "passed" in shown
 
 
 # 12. Search takes the words literally

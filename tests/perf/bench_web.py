@@ -174,7 +174,8 @@ def preview_overhead(browser: httpx.Client, case_id: str, rounds: int) -> None:
         previewed = browser.post(
             f"/cases/{case_id}",
             data={**form, "csrf_token": csrf.group(1), "action": "preview"},
-            headers={"hx-request": "true"},
+            # As the Preview button asks: htmx fills the editor's preview slot only.
+            headers={"hx-request": "true", "hx-target": "preview-slot"},
         )
         client_side.append((time.perf_counter() - started) * 1000)
         assert previewed.status_code == 200, previewed.text[:500]

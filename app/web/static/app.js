@@ -12,10 +12,12 @@ document.addEventListener("click", (event) => {
 });
 // After htmx swaps the editor in, move focus to what the action produced: errors, a preview,
 // or the check just added or the list a check was removed from (the server marks it).
+const FOCUS_AFTER = new Set(["editor", "preview-slot"]);
 document.addEventListener("htmx:afterSettle", (event) => {
-  const target = event.detail.elt;
-  if (!(target instanceof Element)) return;
-  const shown = target.querySelector(".alert[role=alert], #preview, [data-focus]");
+  const id = event.detail.target?.id;
+  if (!FOCUS_AFTER.has(id)) return;
+  const region = document.getElementById(id);
+  const shown = region?.querySelector(".alert[role=alert], #preview, [data-focus]");
   if (shown) { shown.setAttribute("tabindex", "-1"); shown.focus(); }
 });
 // A live check's message is updated in place (so screen readers announce it); its field is
