@@ -55,6 +55,14 @@ class Conflict(AgentLassoError):
     title = "Conflict"
 
 
+class StaleRevision(Conflict):
+    """A change written against a revision that is no longer the current one."""
+
+    def __init__(self, detail: str, current_revision: int) -> None:
+        super().__init__(detail)
+        self.current_revision = current_revision
+
+
 class MalformedBody(AgentLassoError):
     """The body is not JSON (or not JSON Lines) at all."""
 

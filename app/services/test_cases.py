@@ -18,7 +18,7 @@ from app.domain.datasets import Dataset
 from app.domain.stored_text import nul_problems
 from app.domain.test_cases import TestCase, TestCaseContent
 from app.domain.web import CaseFilter, Revision
-from app.errors import Conflict, FieldError, InvalidInput, NotFound
+from app.errors import Conflict, FieldError, InvalidInput, NotFound, StaleRevision
 from app.grading import EXPECTATION_ID, regex_compile_error
 from app.services.platform import Platform
 
@@ -97,8 +97,13 @@ async def update_test_case(
     project_id: UUID,
     test_case_id: UUID,
     change: Callable[[TestCaseContent], TestCaseContent],
+    *,
+    based_on: int | None = None,
 ) -> tuple[TestCase, list[ContentWarning]]:
-    """Apply `change` to the current content and store the result as a new revision."""
+    """Apply `change` to the current content and store the result as a new revision.
+
+    `based_on` is the revision the change was made to, when the writer knows it: if another
+    revision was saved since, StaleRevision, and nothing is stored."""
     async with platform.pool.acquire() as connection, connection.transaction():
         current_revision = await case_rows.lock_current_revision(
             connection, project_id, test_case_id
@@ -106,6 +111,13 @@ async def update_test_case(
         current = await case_rows.get_test_case(connection, project_id, test_case_id)
         if current_revision is None or current is None:
             raise NotFound("No test case with this id in your project.")
+        if based_on is not None and based_on != current_revision:
+            raise StaleRevision(
+                f"Revision {current_revision} of this case was saved after you opened revision "
+                f"{based_on}. Your edits are still here: see what changed in the revision "
+                "history, then Save again to make yours the next revision.",
+                current_revision,
+            )
         content = prepare_content(change(current.content))
         values = case_rows.revision_values(
             uuid.uuid4(), test_case_id, current.dataset_id, current_revision + 1, content

@@ -17,7 +17,7 @@ from app.api.pagination import parse_id
 from app.domain.datasets import Dataset
 from app.domain.test_cases import TestCase, TestCaseContent
 from app.domain.web import Revision
-from app.errors import Conflict, InvalidInput
+from app.errors import Conflict, InvalidInput, StaleRevision
 from app.grading.patterns import regex_compile_error
 from app.services import preview as preview_service
 from app.services import test_cases as case_service
@@ -234,7 +234,9 @@ async def _save(
                 platform, project_id, dataset.id, content
             )
             return f"/cases/{created.id}?saved=1"
-        await case_service.update_test_case(platform, project_id, case.id, lambda _: content)
+        await case_service.update_test_case(
+            platform, project_id, case.id, lambda _: content, based_on=_based_on(posted, case)
+        )
         return f"/cases/{case.id}?saved=1"
 
     try:
@@ -243,8 +245,19 @@ async def _save(
         )
     except (InvalidInput, Conflict) as exc:
         errors, status = _refusal(exc)
-        return _editor(request, dataset, case, form, posted, errors=errors, status_code=status)
+        # Saved over by someone else: the next Save, made knowing it, replaces theirs.
+        based_on = exc.current_revision if isinstance(exc, StaleRevision) else None
+        return _editor(
+            request, dataset, case, form, posted, errors=errors, status_code=status,
+            based_on=based_on,
+        )  # fmt: skip
     return redirect(request, location)
+
+
+def _based_on(posted: Mapping[str, Any], case: TestCase) -> int:
+    """The revision the person was editing (the form says; else the one loaded now)."""
+    raw = text(posted, "based_on")
+    return int(raw) if raw.isdigit() else case.revision
 
 
 def _editor(
@@ -259,6 +272,7 @@ def _editor(
     preview: preview_service.JudgedPreview | None = None,
     saved: bool = False,
     focus: str = "",
+    based_on: int | None = None,
     status_code: int = 200,
 ) -> Response[Any]:
     posted = posted or {}
@@ -281,6 +295,7 @@ def _editor(
         pasted_reply=text(posted, "pasted_reply"),
         pasted_tool_calls=text(posted, "pasted_tool_calls"),
         form_id=text(posted, "form_id") or new_form_id(),
+        based_on=based_on if based_on is not None else (_based_on(posted, case) if case else None),
         saved=saved,
         focus=focus,  # what a person's focus moves to after the action (app.js)
         action_url=f"/cases/{case.id}" if case else f"/datasets/{dataset.id}/cases/new",

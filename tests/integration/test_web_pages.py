@@ -935,6 +935,40 @@ async def test_a_new_case_saved_twice_makes_one_case(
     assert await case_inputs(client, dataset["id"]) == ["Where is my refund?"]
 
 
+async def test_saving_over_a_revision_saved_meanwhile_is_refused_until_saved_knowingly(
+    person: Person, client: httpx.AsyncClient
+) -> None:
+    dataset = await create_dataset(client)
+    created = await client.post(
+        f"/api/v1/datasets/{dataset['id']}/test-cases",
+        json={"input": "Where is my refund?", "checks": [TEXT_CHECK]},
+    )
+    case_id = created.json()["id"]
+    editor = (await person.web.get(f"/cases/{case_id}")).text
+    assert hidden_field(editor, "based_on") == "1"
+    meanwhile = await client.patch(
+        f"/api/v1/test-cases/{case_id}", json={"description": "a colleague's edit"}
+    )
+    assert meanwhile.status_code == 200
+    mine = case_fields(
+        input="Where is my refund, please?", form_id=hidden_field(editor, "form_id"), based_on="1"
+    )
+    refused = await person.post(f"/cases/{case_id}", **mine)
+    assert refused.status_code == 409
+    assert "Revision 2 of this case was saved after you opened revision 1" in shown_text(
+        refused.text
+    )
+    assert "Where is my refund, please?" in refused.text, "the edits are kept"
+    stored = (await client.get(f"/api/v1/test-cases/{case_id}")).json()
+    assert (stored["revision"], stored["description"]) == (2, "a colleague's edit")
+
+    knowingly = {**mine, "based_on": hidden_field(refused.text, "based_on")}
+    saved = await person.post(f"/cases/{case_id}", **knowingly)
+    assert saved.status_code == 303
+    stored = (await client.get(f"/api/v1/test-cases/{case_id}")).json()
+    assert (stored["revision"], stored["input"]) == (3, "Where is my refund, please?")
+
+
 async def test_the_run_button_pressed_twice_starts_one_run(
     person: Person, client: httpx.AsyncClient
 ) -> None:
