@@ -10,6 +10,8 @@ from litestar.params import FromQuery
 from app.api.auth import PlatformDep
 from app.errors import NotAuthenticated
 from app.services import web_sessions
+from app.services.platform import Platform
+from app.services.web_sessions import NewSession
 from app.web.rendering import page, redirect
 from app.web.sessions import (
     SESSION_COOKIE,
@@ -41,7 +43,7 @@ class SignInPages(Controller):
                 session = await web_sessions.sign_in_with_link(platform, token)
             except NotAuthenticated as exc:
                 return _form(request, next, message=exc.detail, status_code=401)
-            return with_session_cookie(request, redirect(request, safe_next(next)), session)
+            return await _signed_in(request, platform, session, safe_next(next))
         return _form(request, next)
 
     @post("/", name="sign_in")
@@ -59,8 +61,7 @@ class SignInPages(Controller):
         except NotAuthenticated as exc:
             errors = {"api_key": exc.detail}
             return _form(request, next_path, errors=errors, status_code=422)
-        response = redirect(request, safe_next(next_path))
-        return with_session_cookie(request, response, session)
+        return await _signed_in(request, platform, session, safe_next(next_path))
 
 
 @post("/logout", name="sign_out")
@@ -68,6 +69,14 @@ async def sign_out(request: Request[Any, Any, Any], platform: PlatformDep) -> Re
     """End the session; back to the sign-in page."""
     await web_sessions.sign_out(platform, request.cookies.get(SESSION_COOKIE))
     return without_session_cookie(redirect(request, "/login"))
+
+
+async def _signed_in(
+    request: Request[Any, Any, Any], platform: Platform, session: NewSession, location: str
+) -> Response[Any]:
+    """On to `location` with the new session; the browser's previous one, if any, ended."""
+    await web_sessions.sign_out(platform, request.cookies.get(SESSION_COOKIE))
+    return with_session_cookie(request, redirect(request, location), session)
 
 
 def _form(

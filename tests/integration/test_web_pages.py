@@ -479,6 +479,19 @@ async def test_signing_out_ends_the_session_even_for_a_kept_cookie(
         assert not await is_signed_in(replay)
 
 
+async def test_signing_in_again_ends_the_browsers_previous_session(
+    base_url: str, person: Person, api_key: str
+) -> None:
+    previous = person.web.cookies[SESSION_COOKIE]
+    again = await sign_in(person.web, api_key)
+    assert again.status_code == 303
+    assert person.web.cookies[SESSION_COOKIE] != previous
+    assert await is_signed_in(person.web)
+    async with browser(base_url) as replay:
+        replay.headers["cookie"] = f"{SESSION_COOKIE}={previous}"
+        assert not await is_signed_in(replay)
+
+
 # 5. Revoking the key a session signed in with
 
 
