@@ -9,17 +9,11 @@ from app.domain.web import ApiKeyInfo
 
 _INSERT = "INSERT INTO api_keys (project_id, prefix, key_hash) VALUES ($1, $2, $3)"
 
-_PROJECT_FOR_HASH = """
-SELECT project_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL
-"""
-
 _ACTIVE_WITH_PREFIX = """
 SELECT id FROM api_keys WHERE prefix = $1 AND revoked_at IS NULL
 """
 
 _REVOKE = "UPDATE api_keys SET revoked_at = now() WHERE id = $1"
-
-_INSERT_RETURNING_ID = _INSERT + " RETURNING id"
 
 _ACTIVE_BY_HASH = """
 SELECT id, project_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL
@@ -46,12 +40,6 @@ async def insert_key(
     await connection.execute(_INSERT, project_id, prefix, key_hash)
 
 
-async def project_for_key_hash(executor: Executor, key_hash: bytes) -> UUID | None:
-    """The project an active key belongs to, or None."""
-    project_id: UUID | None = await executor.fetchval(_PROJECT_FOR_HASH, key_hash)
-    return project_id
-
-
 async def active_key_ids_with_prefix(connection: Connection, prefix: str) -> list[UUID]:
     """Ids of the keys not yet revoked that start with this prefix."""
     return [row["id"] for row in await connection.fetch(_ACTIVE_WITH_PREFIX, prefix)]
@@ -60,14 +48,6 @@ async def active_key_ids_with_prefix(connection: Connection, prefix: str) -> lis
 async def revoke_key(connection: Connection, key_id: UUID) -> None:
     """Revoke a key; it stops working on the next request."""
     await connection.execute(_REVOKE, key_id)
-
-
-async def insert_key_returning_id(
-    connection: Connection, project_id: UUID, prefix: str, key_hash: bytes
-) -> UUID:
-    """Store a new key's hash; its id."""
-    key_id: UUID = await connection.fetchval(_INSERT_RETURNING_ID, project_id, prefix, key_hash)
-    return key_id
 
 
 async def active_key(executor: Executor, key_hash: bytes) -> tuple[UUID, UUID] | None:

@@ -17,7 +17,7 @@ async def ensure_dev_key(database_url: str, key_file: Path) -> str:
     kept = _read_kept_key(key_file)
     connection = await connect(database_url)
     try:
-        if kept and await api_keys.project_for_key_hash(connection, hash_key(kept)) is not None:
+        if kept and await api_keys.active_key(connection, hash_key(kept)) is not None:
             return kept
         async with connection.transaction():
             project_id = await projects.ensure_project(connection, DEV_PROJECT)

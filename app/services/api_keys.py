@@ -22,6 +22,8 @@ log = logging.getLogger("agentlasso.api_keys")
 KEY_PREFIX = "al_"
 # `al_` plus 8 characters: enough to tell keys apart in a listing, far too few to guess one.
 PREFIX_LENGTH = len(KEY_PREFIX) + 8
+# Longer than any key we make: a longer one is refused before it is hashed.
+MAX_KEY_LENGTH = 200
 # A key's "last used" is written at most this often per process: not on every request.
 TOUCH_EVERY_S = 60.0
 _touched: dict[bytes, float] = {}
@@ -59,12 +61,17 @@ async def authenticate(executor: Executor, key: str | None) -> UUID:
     """The project a presented key belongs to; NotAuthenticated when it is missing or dead."""
     if not key:
         raise NotAuthenticated("Send a project API key as `x-api-key` or `Authorization: Bearer`.")
-    if not key.startswith(KEY_PREFIX) or len(key) > 200:
-        raise NotAuthenticated("The API key is not valid.")
-    project_id = await api_keys.project_for_key_hash(executor, hash_key(key))
-    if project_id is None:
+    found = await live_key(executor, key)
+    if found is None:
         raise NotAuthenticated("The API key is not valid or has been revoked.")
-    return project_id
+    return found[1]
+
+
+async def live_key(executor: Executor, key: str) -> tuple[UUID, UUID] | None:
+    """(key id, project id) of a key that is one of ours and not revoked; None otherwise."""
+    if not key.startswith(KEY_PREFIX) or len(key) > MAX_KEY_LENGTH:
+        return None
+    return await api_keys.active_key(executor, hash_key(key))
 
 
 async def admit(platform: Platform, key: str | None) -> UUID:

@@ -8,7 +8,7 @@ what it shows is what a run would grade.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -21,7 +21,7 @@ from app.domain.test_cases import TestCaseContent
 from app.engine.grading_pool import grade_off_loop
 from app.engine.judging import NO_JUDGE
 from app.errors import Conflict
-from app.grading import grade_case, judge_requests, observation_from_wire
+from app.grading import JudgeRequest, grade_case, judge_requests, observation_from_wire
 from app.services import judge_settings
 from app.services.agents import PREVIEW_SOURCE, call_agent_once, default_agent
 from app.services.platform import Platform
@@ -43,9 +43,14 @@ def preview(
 ) -> CaseResult:
     """The grade the case would get for this reply and these tool calls (UNSET: not reported)."""
     observation = observation_from_wire(actual_output, actual_tool_calls)
-    unavailable = JudgeVerdict.unavailable(PREVIEW_NO_JUDGE)
-    verdicts = {request.check_id: unavailable for request in judge_requests(content, observation)}
+    verdicts = _unavailable(judge_requests(content, observation), PREVIEW_NO_JUDGE)
     return grade_case(content, observation, verdicts, out_of_time)
+
+
+def _unavailable(requests: Sequence[JudgeRequest], reason: str) -> dict[str, JudgeVerdict]:
+    """A verdict for each judged check saying why the judge was not asked."""
+    unavailable = JudgeVerdict.unavailable(reason)
+    return {request.check_id: unavailable for request in requests}
 
 
 async def preview_stored_case(
@@ -141,8 +146,7 @@ async def _judged(
         )
         judge_s = time.perf_counter() - started
     else:
-        unavailable = JudgeVerdict.unavailable(NO_JUDGE)
-        verdicts = {request.check_id: unavailable for request in requests}
+        verdicts = _unavailable(requests, NO_JUDGE)
     result = await grade_off_loop(
         lambda out_of_time: grade_case(prepared, observation, verdicts, out_of_time),
         platform.settings.grading_budget_s,

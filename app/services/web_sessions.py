@@ -13,12 +13,11 @@ from uuid import UUID
 
 import msgspec
 
-from app.db import api_keys as key_rows
 from app.db import web_sessions as session_rows
 from app.db.pool import Executor
 from app.domain.web import WebSession
 from app.errors import NotAuthenticated
-from app.services.api_keys import KEY_PREFIX, hash_key
+from app.services.api_keys import live_key
 from app.services.platform import Platform
 
 # A session lives this long after its last use, and never longer than LIFETIME in all.
@@ -42,10 +41,7 @@ def token_hash(token: str) -> bytes:
 
 async def sign_in_with_key(platform: Platform, key: str) -> NewSession:
     """A session for the key's project; NotAuthenticated when the key is not a live one."""
-    key = key.strip()
-    found = None
-    if key.startswith(KEY_PREFIX) and len(key) <= 200:
-        found = await key_rows.active_key(platform.pool, hash_key(key))
+    found = await live_key(platform.pool, key.strip())
     if found is None:
         raise NotAuthenticated("That API key is not valid, or it has been revoked.")
     key_id, project_id = found

@@ -19,7 +19,7 @@ from app.domain.checks import CHECK_TYPES, CheckType
 from app.domain.test_cases import TestCaseContent
 from app.errors import FieldError, field_error_from_msgspec
 from app.grading.legacy import criteria_checks
-from app.web.forms import in_words
+from app.web.forms import in_words, parsed_json
 
 # The names people know the check types by (the product's and the contract's).
 PRODUCT_NAMES: dict[CheckType, str] = {
@@ -175,13 +175,9 @@ def to_content(form: CaseForm) -> tuple[TestCaseContent | None, dict[str, str]]:
 def _input(form: CaseForm, errors: dict[str, str]) -> Any:
     if form.input_format != "json":
         return form.input
-    try:
-        value = json.loads(form.input)
-    except json.JSONDecodeError as exc:
-        errors["input"] = f"The input is not valid JSON: {exc.msg} (line {exc.lineno})."
-        return None
-    if not isinstance(value, dict):
-        errors["input"] = "A JSON input must be an object ({...}); choose Text for anything else."
+    value, problem = parsed_json(form.input)
+    if problem:
+        errors["input"] = f"{problem} Choose Text for an input that is not a JSON object."
     return value
 
 

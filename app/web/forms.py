@@ -26,37 +26,33 @@ def optional_text(form: Mapping[str, Any], name: str) -> str | None:
     return value or None
 
 
-def json_object(
-    form: Mapping[str, Any], name: str, errors: dict[str, str], what: str = "This"
-) -> dict[str, Any] | None:
-    """A field holding a JSON object (None when blank); an error by the field otherwise."""
-    raw = text(form, name).strip()
-    if not raw:
-        return None
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        errors[name] = (
-            f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-        )
-        return None
-    if not isinstance(value, dict):
-        errors[name] = f'{what} must be a JSON object: {{"key": "value", ...}}.'
-        return None
-    return value
+def parsed_json(raw: str, want: type = dict) -> tuple[Any, str | None]:
+    """A JSON field's value (None when blank) and what is wrong with it, in words (or None).
 
-
-def json_problem(raw: str, want: type = dict) -> str | None:
-    """What is wrong with a JSON field's text, or None (blank is fine)."""
+    `want` is dict (a JSON object) or list (a JSON list of objects)."""
     if not raw.strip():
-        return None
+        return None, None
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        return f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-    if not isinstance(value, want):
-        return "Must be a JSON object." if want is dict else "Must be a JSON list."
-    return None
+        return None, f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+    if want is dict and not isinstance(value, dict):
+        return None, 'Must be a JSON object: {"key": "value", ...}.'
+    if want is list and not (
+        isinstance(value, list) and all(isinstance(item, dict) for item in value)
+    ):
+        return None, "Must be a JSON list of objects: [{...}, ...]."
+    return value, None
+
+
+def json_field(
+    form: Mapping[str, Any], name: str, errors: dict[str, str], want: type = dict
+) -> Any:
+    """A JSON field's value (None when blank); its problem noted in `errors` by the field."""
+    value, problem = parsed_json(text(form, name), want)
+    if problem:
+        errors[name] = problem
+    return value
 
 
 def checked(payload: dict[str, Any], shape: type[T], errors: dict[str, str]) -> T | None:

@@ -23,7 +23,7 @@ from app.services import judge_settings as judge_service
 from app.services.judge_settings import KeyTest
 from app.services.platform import Platform
 from app.web.agent_reply import observed, what_the_agent_did
-from app.web.forms import by_field, checked, optional_text, text
+from app.web.forms import by_field, checked, json_field, optional_text, text
 from app.web.once import new_form_id, once
 from app.web.rendering import page, redirect
 from app.web.sessions import session_of
@@ -166,7 +166,7 @@ def _agent_fields(
         "timeout_s": _or_default(_number(form, "timeout_s", float, errors), "timeout_s"),
         "max_concurrency": _number(form, "max_concurrency", int, errors),
         "system_prompt": optional_text(form, "system_prompt"),
-        "tools": _tools(form, errors),
+        "tools": json_field(form, "tools", errors, list),
     }
     headers = _headers(text(form, "headers"), errors)
     if headers:
@@ -195,21 +195,6 @@ def _number(form: Mapping[str, Any], name: str, kind: type, errors: dict[str, st
     except ValueError:
         errors[name] = "Enter a number." if kind is float else "Enter a whole number."
         return None
-
-
-def _tools(form: Mapping[str, Any], errors: dict[str, str]) -> Any:
-    raw = text(form, "tools").strip()
-    if not raw:
-        return None
-    try:
-        value = msgspec.json.decode(raw)
-    except msgspec.DecodeError as exc:
-        errors["tools"] = f"The tools are not valid JSON: {exc}."
-        return None
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        errors["tools"] = "The tools must be a JSON list of objects."
-        return None
-    return value
 
 
 def _headers(raw: str, errors: dict[str, str]) -> dict[str, str]:

@@ -27,9 +27,9 @@ from app.web.case_form import PRODUCT_NAMES
 from app.web.forms import (
     by_field,
     checked,
-    json_object,
-    json_problem,
+    json_field,
     optional_text,
+    parsed_json,
     text,
 )
 from app.web.objects import dataset_named
@@ -177,7 +177,7 @@ class StudioPages(Controller):
         in beside the field)."""
         form = await request.form()
         name = "tools" if text(form, "field") == "tools" else "data_context"
-        problem = json_problem(text(form, name), list if name == "tools" else dict)
+        _, problem = parsed_json(text(form, name), list if name == "tools" else dict)
         return page(request, "_field_check.html", problem=problem)
 
 
@@ -185,7 +185,7 @@ def _dataset_fields(form: Mapping[str, Any], errors: dict[str, str]) -> dict[str
     return {
         "name": text(form, "name").strip(),
         "description": optional_text(form, "description"),
-        "data_context": json_object(form, "data_context", errors, "The data context"),
+        "data_context": json_field(form, "data_context", errors),
     }
 
 

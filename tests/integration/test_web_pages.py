@@ -224,7 +224,7 @@ async def test_the_csrf_token_in_the_htmx_header_is_accepted(person: Person) -> 
         headers={"hx-request": "true", "x-csrf-token": person.csrf},
     )
     assert answer.status_code == 200
-    assert "Must be a JSON object." in shown_text(answer.text)
+    assert "Must be a JSON object:" in shown_text(answer.text)
 
 
 async def test_the_sign_in_form_without_its_own_token_signs_nobody_in(
@@ -803,9 +803,9 @@ async def test_a_new_dataset_without_a_name_shows_the_error_by_the_name_field(
     [
         (
             '{"region": eu}',
-            "The data context is not valid JSON: Expecting value (line 1, column 12)",
+            "Not valid JSON: Expecting value (line 1, column 12)",
         ),
-        ('["eu"]', "The data context must be a JSON object"),
+        ('["eu"]', "Must be a JSON object"),
     ],
 )
 async def test_a_data_context_that_is_not_a_json_object_is_refused_by_its_field(
@@ -829,7 +829,7 @@ async def test_renaming_a_dataset_to_nothing_keeps_its_name(
         f"/datasets/{dataset['id']}", name="", description="typed", data_context="{"
     )
     assert answer.status_code == 422
-    assert "not valid JSON" in error_by(answer.text, "data_context")
+    assert "Not valid JSON" in error_by(answer.text, "data_context")
     assert textarea_text(answer.text, "description") == "typed"
     assert await dataset_names(client) == ["Refunds"]
 

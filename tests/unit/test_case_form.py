@@ -63,7 +63,7 @@ def test_problems_are_named_by_the_field_that_shows_them() -> None:
     assert list(errors) == ["checks-0-tool"]
     json_input = case_form.from_form_data(posted(input="[1, 2]", input_format="json"))
     _, errors = case_form.to_content(json_input)
-    assert "must be an object" in errors["input"]
+    assert "Must be a JSON object" in errors["input"]
 
 
 def test_checks_are_added_and_removed_without_touching_the_rest() -> None:
