@@ -43,6 +43,12 @@ CHECK_TYPE_CHOICES = [("", "Any check type"), *PRODUCT_NAMES.items()]
 SEVERITY_CHOICES = [("", "Any severity"), ("critical", "Critical"), ("minor", "Minor")]
 JUDGE_CHOICES = [("", "With or without"), ("yes", "Uses the AI judge"), ("no", "No AI judge")]
 LAST_RUN_CHOICES = [("", "Any result"), ("failed", "Failed in the last run")]
+FILTER_CHOICES = {
+    "check_type": CHECK_TYPE_CHOICES,
+    "severity": SEVERITY_CHOICES,
+    "judged": JUDGE_CHOICES,
+    "last_run": LAST_RUN_CHOICES,
+}
 
 
 class StudioPages(Controller):
@@ -242,12 +248,7 @@ async def _dataset_page(
         next_cursor=more,
         filters=chosen,
         filtering=any(chosen.values()),
-        choices={
-            "check_type": CHECK_TYPE_CHOICES,
-            "severity": SEVERITY_CHOICES,
-            "judged": JUDGE_CHOICES,
-            "last_run": LAST_RUN_CHOICES,
-        },
+        choices=FILTER_CHOICES,
         values=values,
         errors=errors,
         # Shown as "Imported N test cases": a number, or nothing (never text from a link).
