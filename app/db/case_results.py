@@ -199,6 +199,17 @@ async def list_results(
     return [_stored(row) for row in await executor.fetch(_PAGE, run_id, after_seq, outcome, limit)]
 
 
+_ONE = "SELECT * FROM case_results WHERE run_id = $1 AND test_case_id = $2 AND trial = $3"
+
+
+async def get_result(
+    executor: Executor, run_id: UUID, test_case_id: UUID, trial: int
+) -> StoredResult | None:
+    """One (case, trial) result of the run, or None."""
+    row = await executor.fetchrow(_ONE, run_id, test_case_id, trial)
+    return None if row is None else _stored(row)
+
+
 async def lock_pending(
     connection: Connection, run_id: UUID, seqs: Sequence[int]
 ) -> list[AwaitingJudge]:

@@ -275,6 +275,23 @@ async def find_test_cases(
     return [_case(row) for row in rows]
 
 
+_REVISIONS_BY_ID = f"""
+SELECT r.id, r.revision, r.created_at, {", ".join(f"r.{name}" for name in _CONTENT_FIELDS)}
+FROM test_case_revisions r WHERE r.id = ANY($1::uuid[])
+"""
+
+
+async def revisions_by_id(executor: Executor, revision_ids: Sequence[UUID]) -> dict[UUID, Revision]:
+    """The revisions with these ids (a run's results name the revisions they graded)."""
+    rows = await executor.fetch(_REVISIONS_BY_ID, list(revision_ids))
+    return {
+        row["id"]: Revision(
+            revision=row["revision"], created_at=row["created_at"], content=content_of(row)
+        )
+        for row in rows
+    }
+
+
 _REVISIONS = f"""
 SELECT r.revision, r.created_at, {", ".join(f"r.{name}" for name in _CONTENT_FIELDS)}
 FROM test_case_revisions r

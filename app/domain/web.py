@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
 from uuid import UUID
 
 import msgspec
@@ -66,6 +65,3 @@ class Revision(msgspec.Struct, frozen=True, kw_only=True):
     revision: int
     content: TestCaseContent
     created_at: datetime
-
-
-Outcome = Literal["passed", "failed", "not_graded"]

@@ -7,9 +7,11 @@ from uuid import UUID
 
 from app.db import case_results
 from app.db import runs as run_rows
+from app.db import test_cases as case_rows
 from app.domain.case_results import StoredResult
 from app.domain.results import Gate
 from app.domain.runs import Run
+from app.domain.web import Revision
 from app.errors import NotFound
 from app.grading import run_gate
 from app.services.platform import Platform
@@ -50,6 +52,29 @@ async def list_results(
     """A page of the run's case results, optionally only one outcome."""
     await get_run(platform, project_id, run_id)
     return await case_results.list_results(platform.pool, run_id, after_seq, outcome, limit)
+
+
+async def result_page(
+    platform: Platform, run: Run, after_seq: int, outcome: str | None, limit: int
+) -> tuple[list[StoredResult], dict[UUID, Revision]]:
+    """A page of a run (got in its project) and the revisions of the cases its results graded."""
+    results = await case_results.list_results(platform.pool, run.id, after_seq, outcome, limit)
+    graded = await case_rows.revisions_by_id(
+        platform.pool, list({result.revision_id for result in results})
+    )
+    return results, graded
+
+
+async def result_of_case(
+    platform: Platform, project_id: UUID, run_id: UUID, test_case_id: UUID, trial: int
+) -> tuple[Run, StoredResult, Revision]:
+    """The run, one case's result in it, and the revision of the case that was graded."""
+    run = await get_run(platform, project_id, run_id)
+    result = await case_results.get_result(platform.pool, run.id, test_case_id, trial)
+    if result is None:
+        raise NotFound("This run has no result for this test case.")
+    graded = await case_rows.revisions_by_id(platform.pool, [result.revision_id])
+    return run, result, graded[result.revision_id]
 
 
 async def cancel_run(platform: Platform, project_id: UUID, run_id: UUID) -> Run:

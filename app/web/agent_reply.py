@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from app.agents import AgentCallResult
+from app.domain.case_results import StoredResult
 from app.domain.results import Observation
 from app.grading import observation_from_wire
 
@@ -14,6 +15,15 @@ from app.grading import observation_from_wire
 def observed(call: AgentCallResult) -> Observation:
     """The call's reply and tool calls as a run grades them (left out: not reported)."""
     return observation_from_wire(call.actual_output, call.actual_tool_calls, agent_error=call.error)
+
+
+def observation_of(result: StoredResult) -> Observation:
+    """A stored result's reply and tool calls as its run graded them."""
+    return observation_from_wire(
+        result.reported.actual_output,
+        result.reported.actual_tool_calls,
+        agent_error=result.agent_error,
+    )
 
 
 def what_the_agent_did(observation: Observation) -> dict[str, Any]:

@@ -1,0 +1,84 @@
+"""Test Runs in the web app: a run's page and a case's card, as a person reads them, against a
+real `agentlasso api` process (a CI-mode run posted through the API)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from tests.support.databases import new_project_key
+from tests.support.runs import ci_run_with_one_failure
+from tests.support.web import browser, shown_text, signed_in_csrf
+
+
+@pytest.fixture(scope="module")
+def base_url(api_process_url: str) -> str:
+    """The web app as `agentlasso api` serves it, in a process of its own."""
+    return api_process_url
+
+
+@pytest_asyncio.fixture
+async def web(base_url: str, api_key: str) -> AsyncIterator[httpx.AsyncClient]:
+    """A browser signed in as the `client` fixture's project."""
+    async with browser(base_url) as signed_in:
+        await signed_in_csrf(signed_in, api_key)
+        yield signed_in
+
+
+@pytest_asyncio.fixture
+async def other_project_client(
+    base_url: str, database_url: str
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The API client of a second project."""
+    headers = {"x-api-key": await new_project_key(database_url)}
+    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=60) as http:
+        yield http
+
+
+async def test_a_run_opens_on_its_failures_with_the_gate_and_counts(
+    web: httpx.AsyncClient, client: httpx.AsyncClient
+) -> None:
+    run = await ci_run_with_one_failure(client)
+    listed = shown_text((await web.get("/runs")).text)
+    assert "Refunds" in listed and "gate failed" in listed
+    page = await web.get(f"/runs/{run['run_id']}")
+    assert page.status_code == 200
+    shown = shown_text(page.text)
+    assert "Run of Refunds gate failed" in shown
+    assert "2 of 2 in: 1 passed, 1 failed, 0 not graded" in shown
+    assert "50.0% against a threshold of" in shown
+    assert "A refund question" in shown, "the failure is listed"
+    assert "A greeting" not in shown, "it opens on the failures"
+    assert "Output must contain, Tool must NOT be called" in shown
+    everything = shown_text((await web.get(f"/runs/{run['run_id']}?outcome=")).text)
+    assert "A refund question" in everything and "A greeting" in everything
+
+
+async def test_a_case_card_shows_the_reply_beside_each_checks_verdict(
+    web: httpx.AsyncClient, client: httpx.AsyncClient
+) -> None:
+    run = await ci_run_with_one_failure(client)
+    card = await web.get(f"/runs/{run['run_id']}/cases/{run['failing']}")
+    assert card.status_code == 200
+    shown = shown_text(card.text)
+    assert "A refund question failed" in shown
+    assert "Where is my refund for order 1234?" in shown
+    assert "I cancelled the order for you." in shown
+    assert 'orders.cancel {"order": 1234}' in shown, "the tool calls with their arguments"
+    assert "Output must contain delay · critical failed" in shown
+    assert "Tool must NOT be called keep · critical failed" in shown
+    assert "revision 1 of the case ran" in shown
+
+
+async def test_another_projects_run_and_card_are_not_found(
+    web: httpx.AsyncClient, other_project_client: httpx.AsyncClient
+) -> None:
+    run = await ci_run_with_one_failure(other_project_client)
+    for path in (f"/runs/{run['run_id']}", f"/runs/{run['run_id']}/cases/{run['failing']}"):
+        answer = await web.get(path)
+        assert answer.status_code == 404, path
+        assert "Refunds" not in shown_text(answer.text)
+    assert "Refunds" not in shown_text((await web.get("/runs")).text)
