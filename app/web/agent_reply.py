@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 from app.agents import AgentCallResult
 from app.domain.case_results import StoredResult
 from app.domain.results import Observation
@@ -24,6 +26,27 @@ def observation_of(result: StoredResult) -> Observation:
         result.reported.actual_tool_calls,
         agent_error=result.agent_error,
     )
+
+
+def pasted_fields(result: StoredResult) -> dict[str, str]:
+    """A stored result as the rubric editor's Paste a reply fields: the reply as sent, and the
+    tool calls as JSON (both empty when not reported)."""
+    reply = result.reported.actual_output
+    calls = result.reported.actual_tool_calls
+    return {
+        "pasted_reply": _as_text(reply),
+        "pasted_tool_calls": "" if _missing(calls) else json.dumps(calls, indent=2),
+    }
+
+
+def _as_text(value: Any) -> str:
+    if _missing(value):
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is msgspec.UNSET
 
 
 def what_the_agent_did(observation: Observation) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath
+from litestar.params import FromPath, FromQuery
 
 from app.api.auth import PlatformDep
 from app.api.pagination import parse_id
@@ -20,10 +20,11 @@ from app.domain.web import Revision
 from app.errors import Conflict, InvalidInput, StaleRevision
 from app.grading.patterns import regex_compile_error
 from app.services import preview as preview_service
+from app.services import runs as run_service
 from app.services import test_cases as case_service
 from app.services.platform import Platform
 from app.web import case_form
-from app.web.agent_reply import what_the_agent_did
+from app.web.agent_reply import pasted_fields, what_the_agent_did
 from app.web.case_form import PRODUCT_NAMES, CaseForm
 from app.web.forms import text
 from app.web.objects import case_and_dataset_named, case_named, dataset_named
@@ -58,17 +59,30 @@ class CaseEditorPages(Controller):
 
     @get("/cases/{case_id:str}", name="case")
     async def case(
-        self, request: Request[Any, Any, Any], platform: PlatformDep, case_id: FromPath[str]
+        self,
+        request: Request[Any, Any, Any],
+        platform: PlatformDep,
+        case_id: FromPath[str],
+        reply_from: FromQuery[str | None] = None,
+        trial: FromQuery[int] = 1,
     ) -> Response[Any]:
-        """The editor on a case's current revision."""
+        """The editor on a case's current revision; with `reply_from` (a run), the reply the
+        agent gave in that run loaded in Paste a reply, to fix a check against it."""
         case, dataset = await case_and_dataset_named(request, platform, case_id)
         form = case_form.from_content(case.content)
         warnings = {
             case_form.field_of(warning.pointer): warning.detail
             for warning in case_service.regex_warnings(case.content)
         }
+        pasted = {}
+        if reply_from:
+            _, result, _ = await run_service.result_of_case(
+                platform, session_of(request).project_id, parse_id(reply_from, "run"), case.id,
+                trial,
+            )  # fmt: skip
+            pasted = pasted_fields(result)
         saved = request.query_params.get("saved") is not None
-        return _editor(request, dataset, case, form, warnings=warnings, saved=saved)
+        return _editor(request, dataset, case, form, pasted, warnings=warnings, saved=saved)
 
     @post("/cases/{case_id:str}", name="edit_case")
     async def edit_case(

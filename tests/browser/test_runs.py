@@ -1,5 +1,6 @@
 """Test Runs in Chromium: from the list to a failed run, to the failing case's card, where the
-failed check's detail sits beside the agent's reply; axe-core on each page."""
+failed check's detail sits beside the agent's reply, and on to the rubric editor with that
+reply ready to grade; axe-core on each page."""
 
 from __future__ import annotations
 
@@ -33,3 +34,15 @@ async def test_a_failed_gate_leads_to_the_reply_beside_the_failed_check(
     await expect(reply).to_have_text("I cancelled the order for you.")
     await assert_accessible(page, context="case card")
     await screenshot(page, "case-card")
+
+    # From the card to the rubric editor, with the very reply that failed ready to grade.
+    await page.get_by_role("link", name="Open in rubric editor").click()
+    await expect(page.get_by_label("Reply", exact=True)).to_have_value(
+        "I cancelled the order for you."
+    )
+    await expect(page.get_by_label("Tool calls")).to_contain_text("orders.cancel")
+    await page.get_by_role("button", name="Grade this reply").click()
+    preview = page.get_by_role("region", name="Preview: failed")
+    rows = preview.get_by_role("row")
+    await expect(rows.filter(has_text="Tool must NOT be called")).to_contain_text("failed")
+    await assert_accessible(page, context="rubric editor with a run's reply")

@@ -73,6 +73,19 @@ async def test_a_case_card_shows_the_reply_beside_each_checks_verdict(
     assert "revision 1 of the case ran" in shown
 
 
+async def test_the_card_opens_the_rubric_editor_with_the_reply_that_failed(
+    web: httpx.AsyncClient, client: httpx.AsyncClient
+) -> None:
+    run = await ci_run_with_one_failure(client)
+    editor = await web.get(f"/cases/{run['failing']}", params={"reply_from": run["run_id"]})
+    assert editor.status_code == 200
+    assert "I cancelled the order for you.</textarea>" in editor.text
+    assert "orders.cancel" in editor.text
+    assert '<details class="paste" open>' in editor.text, "Paste a reply is open"
+    elsewhere = await web.get(f"/cases/{run['passing']}", params={"reply_from": "not-a-run"})
+    assert elsewhere.status_code == 404
+
+
 async def test_another_projects_run_and_card_are_not_found(
     web: httpx.AsyncClient, other_project_client: httpx.AsyncClient
 ) -> None:
