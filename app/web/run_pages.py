@@ -1,4 +1,4 @@
-"""Test Runs: the list (a run's own page comes with the case cards), and the Run button."""
+"""Test Runs: the list, a run's page with its results, a case's card, and the Run button."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ OUTCOME_CHOICES = [
 
 
 class RunPages(Controller):
-    """The project's runs, and starting one from a dataset."""
+    """The project's runs, each run and its case results, and starting one from a dataset."""
 
     @get("/runs", name="runs")
     async def runs(
