@@ -106,6 +106,16 @@ class RunPages(Controller):
             ],
         )  # fmt: skip
 
+    @post("/runs/{run_id:str}/cancel", name="cancel_run")
+    async def cancel(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, run_id: FromPath[str]
+    ) -> Response[Any]:
+        """Cancel the run (a finished one stays as it ended); its results so far are kept."""
+        run = await run_service.cancel_run(
+            platform, session_of(request).project_id, parse_id(run_id, "run")
+        )
+        return redirect(request, f"/runs/{run.id}")
+
     @post("/datasets/{dataset_id:str}/run", name="run_dataset")
     async def run_dataset(
         self, request: Request[Any, Any, Any], platform: PlatformDep, dataset_id: FromPath[str]

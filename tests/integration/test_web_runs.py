@@ -11,7 +11,7 @@ import pytest_asyncio
 
 from tests.support.databases import new_project_key
 from tests.support.runs import ci_run_with_one_failure
-from tests.support.web import browser, shown_text, signed_in_csrf
+from tests.support.web import browser, hidden_field, shown_text, signed_in_csrf
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +95,28 @@ async def test_another_projects_run_and_card_are_not_found(
         assert answer.status_code == 404, path
         assert "Refunds" not in shown_text(answer.text)
     assert "Refunds" not in shown_text((await web.get("/runs")).text)
+
+
+async def test_cancel_ends_a_run_that_waits_for_results_and_keeps_it_readable(
+    web: httpx.AsyncClient, client: httpx.AsyncClient
+) -> None:
+    dataset = await client.post("/api/v1/datasets", json={"name": "Waiting"})
+    dataset_id = dataset.json()["id"]
+    await client.post(
+        f"/api/v1/datasets/{dataset_id}/test-cases",
+        json={"input": "Hi", "checks": [{"type": "output_contains", "value": "hi"}]},
+    )
+    created = await client.post(
+        "/api/v1/eval-runs", json={"dataset_id": dataset_id, "labels": {"branch": "fix-refunds"}}
+    )
+    run_id = created.json()["run_id"]
+    page = await web.get(f"/runs/{run_id}")
+    assert "branch: fix-refunds" in shown_text(page.text)
+    csrf = hidden_field(page.text, "csrf_token")
+    cancelled = await web.post(f"/runs/{run_id}/cancel", data={"csrf_token": csrf})
+    assert cancelled.status_code == 303
+    assert (await client.get(f"/api/v1/eval-runs/{run_id}")).json()["status"] == "cancelled"
+    after = shown_text((await web.get(f"/runs/{run_id}")).text)
+    assert "Status cancelled" in after and "gate failed" in after
+    listed = shown_text((await web.get("/runs")).text)
+    assert "branch: fix-refunds" in listed
