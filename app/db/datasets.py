@@ -122,23 +122,22 @@ async def delete_dataset(connection: Connection, dataset_id: UUID) -> None:
 
 
 _LAST_RUN_FIELDS = LastRun.__struct_fields__
-# Each dataset with its newest run (eval_runs_dataset_seq_idx finds it at once).
+# A dataset's newest run (eval_runs_dataset_seq_idx finds it at once); `{}` names the dataset.
+_NEWEST_RUN = f"""
+SELECT {", ".join(_LAST_RUN_FIELDS)} FROM eval_runs
+WHERE dataset_id = {{}} ORDER BY seq DESC LIMIT 1
+"""
+
+_LAST_RUN = _NEWEST_RUN.format("$1")
+
 _SUMMARIES = f"""
 SELECT {", ".join(f"d.{name}" for name in Dataset.__struct_fields__)},
        {", ".join(f"r.{name} AS run_{name}" for name in _LAST_RUN_FIELDS)}
 FROM datasets d
-LEFT JOIN LATERAL (
-    SELECT {", ".join(_LAST_RUN_FIELDS)} FROM eval_runs
-    WHERE dataset_id = d.id ORDER BY seq DESC LIMIT 1
-) r ON true
+LEFT JOIN LATERAL ({_NEWEST_RUN.format("d.id")}) r ON true
 WHERE d.project_id = $1 AND d.seq > $2 AND d.deleted_at IS NULL
 ORDER BY d.seq
 LIMIT $3
-"""
-
-_LAST_RUN = f"""
-SELECT {", ".join(_LAST_RUN_FIELDS)} FROM eval_runs
-WHERE dataset_id = $1 ORDER BY seq DESC LIMIT 1
 """
 
 

@@ -45,6 +45,7 @@ def _environment() -> jinja2.Environment:
         auto_reload=False,
     )
     environment.globals["static"] = static_url
+    environment.globals["HTMX"] = HTMX
     environment.filters["when"] = when
     environment.filters["percent"] = percent
     environment.filters["pretty_json"] = pretty_json
