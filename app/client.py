@@ -11,6 +11,7 @@ older client.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, TypeVar
@@ -57,6 +58,8 @@ class CreatedRun(msgspec.Struct, kw_only=True):
     status: str
     pass_threshold: float
     total: int = 0
+    # The run's page in the web app; None when the server has no public URL.
+    web_url: str | None = None
     test_cases: list[RunTestCase] = msgspec.field(default_factory=list)
 
 
@@ -138,6 +141,8 @@ class RunGate(msgspec.Struct, kw_only=True):
     ci_fail_reason: str | None
     counts: Counts
     judge: JudgeUsage = msgspec.field(default_factory=JudgeUsage)
+    # The run's page in the web app; None when the server has no public URL.
+    web_url: str | None = None
 
 
 class ResultsAnswer(RunGate, kw_only=True):
@@ -177,6 +182,12 @@ class TestCasePage(msgspec.Struct, kw_only=True):
 
     items: list[TestCase]
     next_cursor: str | None
+
+
+def case_card_url(run_web_url: str, test_case_id: str, trial: int = 1) -> str:
+    """The web app's card of one case result, from its run's `web_url`."""
+    card = f"{run_web_url}/cases/{urllib.parse.quote(test_case_id, safe='')}"
+    return card if trial == 1 else f"{card}?trial={trial}"
 
 
 class AgentLassoClient:

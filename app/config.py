@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import urllib.parse
 from typing import Any
 
 import msgspec
@@ -63,6 +64,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # A concurrency slot (an agent's max_concurrency, the judge's) is leased for this long and
     # renewed while its call runs; a dead worker's slot comes free after one lease at most.
     slot_lease_s: float = 30.0
+    # Where people reach the web app (an http(s) origin, maybe with a path prefix, no trailing
+    # slash): run answers, CI output and JUnit files link to run pages under it. None: no links.
+    public_url: str | None = None
     # `agentlasso dev` only: the API also serves the demo support bot.
     demo_agent: bool = False
     # The AI judge. No key: judge checks are not graded, and no call is made.
@@ -119,6 +123,7 @@ ENVIRONMENT_VARIABLES = {
     "agent_retry_after_cap_s": "AGENTLASSO_AGENT_RETRY_AFTER_CAP_S",
     "slot_lease_s": "AGENTLASSO_SLOT_LEASE_S",
     "demo_agent": "AGENTLASSO_DEMO_AGENT",
+    "public_url": "AGENTLASSO_PUBLIC_URL",
     "anthropic_api_key": "ANTHROPIC_API_KEY",
     "anthropic_base_url": "ANTHROPIC_BASE_URL",
     "judge_model": "AGENTLASSO_JUDGE_MODEL",
@@ -150,6 +155,35 @@ def _parse(name: str, raw: str, kind: Any) -> Any:
     return raw  # text, or text or None
 
 
+def parse_public_url(name: str, raw: str) -> str:
+    """The web app's address without a trailing slash; SystemExit saying what is wrong."""
+    url = urllib.parse.urlsplit(raw.strip())
+    # A user name or password would be printed in every CI log that links a run: refused, and
+    # not echoed back.
+    if url.username is not None or url.password is not None:
+        raise SystemExit(f"{name} must not carry a user name or password.")
+    if url.scheme not in ("http", "https") or not url.hostname or _bad_port(url):
+        problem = "an http or https address"
+    elif "?" in raw or "#" in raw:
+        problem = "an address without a query or fragment"
+    elif any(char.isspace() for char in raw.strip()):
+        problem = "an address without spaces"
+    else:
+        return urllib.parse.urlunsplit(url._replace(path=url.path.rstrip("/")))
+    raise SystemExit(
+        f"{name} must be {problem}, like https://lasso.example.com (optionally with a path "
+        f"prefix: https://example.com/lasso), got {raw!r}"
+    )
+
+
+def _bad_port(url: urllib.parse.SplitResult) -> bool:
+    try:
+        url.port  # noqa: B018 (reading it validates it)
+    except ValueError:
+        return True
+    return False
+
+
 def _prices_env(name: str) -> dict[str, tuple[float, float]]:
     """The built-in price table, with models from a JSON object {"model": [in, out]} on top."""
     prices = dict(DEFAULT_JUDGE_PRICES)
@@ -177,4 +211,6 @@ def load_settings() -> Settings:
         if name and raw is not None and (raw or field.type == tuple[str, ...]):
             kind = int if field.type == int | None else field.type
             values[field.name] = _parse(name, raw, kind)
+    if values.get("public_url") is not None:
+        values["public_url"] = parse_public_url("AGENTLASSO_PUBLIC_URL", values["public_url"])
     return Settings(**values)

@@ -213,15 +213,19 @@ class PostedResultsController(Controller):
                 "The results are stored; the AI judge is still judging. Follow the run with "
                 f"GET /api/v1/eval-runs/{run_id}?wait_s=60, then read its results."
             )
-            return Response(StillJudging(**gate_fields(batch.run), detail=detail), status_code=202)
-        return Stream(_answer_chunks(batch), status_code=200, media_type=MediaType.JSON)
+            gate = gate_fields(batch.run, platform.settings.public_url)
+            return Response(StillJudging(**gate, detail=detail), status_code=202)
+        answer = _answer_chunks(batch, platform.settings.public_url)
+        return Stream(answer, status_code=200, media_type=MediaType.JSON)
 
 
-async def _answer_chunks(batch: ci_results.RecordedBatch) -> AsyncIterator[bytes]:
+async def _answer_chunks(
+    batch: ci_results.RecordedBatch, public_url: str | None
+) -> AsyncIterator[bytes]:
     """A ResultsAnswer's JSON, encoded a slice of results at a time, letting other requests run
     between slices (encoded and written whole, 10,000 graded cases held the event loop for
     about 60 ms)."""
-    head = _encoder.encode(ResultsAnswer(**gate_fields(batch.run), results=[]))
+    head = _encoder.encode(ResultsAnswer(**gate_fields(batch.run, public_url), results=[]))
     assert head.endswith(b"[]}"), "results is the last field"
     yield head[:-2]
     for start in range(0, len(batch.graded), ANSWER_SLICE):

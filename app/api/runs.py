@@ -42,6 +42,13 @@ WaitS = Annotated[
 IdempotencyKey = Annotated[
     str | None, HeaderParameter(name="Idempotency-Key", max_length=255, required=False)
 ]
+WebUrl = Annotated[
+    str | None,
+    msgspec.Meta(
+        description="The run's page in the web app; null when the server's public URL "
+        "(AGENTLASSO_PUBLIC_URL) is not set."
+    ),
+]
 
 
 class RunCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -109,6 +116,7 @@ class RunGate(msgspec.Struct, kw_only=True):
     ci_fail_reason: str | None
     counts: Counts
     judge: JudgeUsage
+    web_url: WebUrl
 
 
 class Run(RunGate, kw_only=True):
@@ -138,6 +146,7 @@ class CreatedCiRun(msgspec.Struct, kw_only=True):
     status: RunStatus
     pass_threshold: float
     total: int
+    web_url: WebUrl
     test_cases: list[RunTestCase]
 
 
@@ -148,8 +157,13 @@ class RunPage(msgspec.Struct, kw_only=True):
     next_cursor: str | None
 
 
-def gate_fields(run: domain.Run) -> dict[str, Any]:
-    """The RunGate fields of a run."""
+def run_web_url(public_url: str | None, run_id: UUID) -> str | None:
+    """The absolute URL of the run's page in the web app (app/web/run_pages.py)."""
+    return None if public_url is None else f"{public_url}/runs/{run_id}"
+
+
+def gate_fields(run: domain.Run, public_url: str | None) -> dict[str, Any]:
+    """The RunGate fields of a run; links are under the server's public URL, when it has one."""
     return {
         "run_id": str(run.id),
         "status": run.status,
@@ -177,12 +191,13 @@ def gate_fields(run: domain.Run) -> dict[str, Any]:
             cost_usd=round(run.judge_cost_usd, 6),
             stopped=run.judge_stopped,
         ),
+        "web_url": run_web_url(public_url, run.id),
     }
 
 
-def _run_fields(run: domain.Run) -> dict[str, Any]:
+def _run_fields(run: domain.Run, public_url: str | None) -> dict[str, Any]:
     return dict(
-        **gate_fields(run),
+        **gate_fields(run, public_url),
         dataset_id=str(run.dataset_id),
         mode=run.mode,
         agent_id=None if run.agent_id is None else str(run.agent_id),
@@ -195,9 +210,9 @@ def _run_fields(run: domain.Run) -> dict[str, Any]:
     )
 
 
-def run_out(run: domain.Run) -> Run:
+def run_out(run: domain.Run, public_url: str | None) -> Run:
     """The API shape of a run."""
-    return Run(**_run_fields(run))
+    return Run(**_run_fields(run, public_url))
 
 
 def run_test_case(case: PinnedCase, dataset: Dataset) -> RunTestCase:
@@ -227,6 +242,7 @@ async def _ci_run_body(
             status=run.status,
             pass_threshold=run.pass_threshold,
             total=run.total,
+            web_url=run_web_url(platform.settings.public_url, run.id),
             test_cases=[],
         )
     )
@@ -245,18 +261,20 @@ async def _ci_run_body(
 
 
 async def _sse_messages(
-    first: tuple[str, domain.Run | None], rest: AsyncIterator[tuple[str, domain.Run | None]]
+    first: tuple[str, domain.Run | None],
+    rest: AsyncIterator[tuple[str, domain.Run | None]],
+    public_url: str | None,
 ) -> AsyncIterator[ServerSentEventMessage]:
     """Each event as an SSE message whose data is the run, as GET /eval-runs/{id} shows it."""
-    yield _message(*first)
+    yield _message(*first, public_url)
     async for kind, run in rest:
-        yield _message(kind, run)
+        yield _message(kind, run, public_url)
 
 
-def _message(kind: str, run: domain.Run | None) -> ServerSentEventMessage:
+def _message(kind: str, run: domain.Run | None, public_url: str | None) -> ServerSentEventMessage:
     if run is None:
         return ServerSentEventMessage(comment="keepalive")
-    data = msgspec.json.encode(run_out(run)).decode()
+    data = msgspec.json.encode(run_out(run, public_url)).decode()
     # `retry`: how soon EventSource reconnects when a stream ends before the run does.
     return ServerSentEventMessage(event=kind, data=data, retry=RECONNECT_MS)
 
@@ -302,7 +320,8 @@ class RunController(Controller):
         headers = {"idempotent-replayed": "true"} if started.replayed else {}
         run = started.run
         if run.mode == "server":
-            server_body = CreatedServerRun(**_run_fields(run), total=run.total)
+            fields = _run_fields(run, platform.settings.public_url)
+            server_body = CreatedServerRun(**fields, total=run.total)
             return Response(server_body, status_code=201, headers=headers)
         # However many cases the dataset has, the answer is streamed a page at a time.
         body = _ci_run_body(platform, started.run, started.dataset)
@@ -322,8 +341,9 @@ class RunController(Controller):
         dataset = None if dataset_id is None else parse_id(dataset_id, "dataset")
         before = decode_cursor(cursor) or None
         page = await runs.list_runs(platform, project_id, dataset, status, before, limit + 1)
+        public_url = platform.settings.public_url
         return RunPage(
-            items=[run_out(run) for run in page[:limit]],
+            items=[run_out(run, public_url) for run in page[:limit]],
             next_cursor=next_cursor([run.seq for run in page], limit),
         )
 
@@ -337,7 +357,7 @@ class RunController(Controller):
     ) -> Run:
         """A run's status, counts and gate; with wait_s, as soon as it ends (or after wait_s)."""
         run = await runs.wait_for_run(platform, project_id, parse_id(run_id, "run"), wait_s)
-        return run_out(run)
+        return run_out(run, platform.settings.public_url)
 
     @get("/{run_id:str}/events", operation_id="runEvents")
     async def events(
@@ -346,11 +366,12 @@ class RunController(Controller):
         """Server-Sent Events: `progress` as the run moves, then `final` with its gate."""
         stream = run_events(platform, project_id, parse_id(run_id, "run"))
         first = await anext(stream)  # a 404 for an unknown run, before the stream starts
-        return ServerSentEvent(_sse_messages(first, stream))
+        return ServerSentEvent(_sse_messages(first, stream, platform.settings.public_url))
 
     @post("/{run_id:str}/cancel", operation_id="cancelRun", status_code=200)
     async def cancel(
         self, platform: PlatformDep, project_id: ProjectId, run_id: FromPath[str]
     ) -> Run:
         """Stop a run; results so far are kept. Cancelling a finished run changes nothing."""
-        return run_out(await runs.cancel_run(platform, project_id, parse_id(run_id, "run")))
+        run = await runs.cancel_run(platform, project_id, parse_id(run_id, "run"))
+        return run_out(run, platform.settings.public_url)

@@ -11,7 +11,7 @@ import httpx
 import msgspec
 
 from app.cli.errors import run_reporting_errors
-from app.cli.gate_report import GateReport, finish
+from app.cli.gate_report import GateReport, finish, print_run_page
 from app.cli.local_agents import AgentCaller, CommandAgent, HttpAgent, failed
 from app.client import (
     AgentLassoClient,
@@ -54,6 +54,7 @@ async def _run(options: CiOptions) -> int:
         run = await client.create_run(options.dataset_id, pass_threshold=options.threshold)
         print(f"Run {run.run_id}: {len(run.test_cases)} test cases, "
               f"calling the agent {options.concurrency} at a time.")  # fmt: skip
+        print_run_page(run.web_url)
         agent = _agent(options, http)
         answers = await _call_and_post(client, agent, run.run_id, run.test_cases, options)
         if not answers or answers[-1].status == "grading":
@@ -79,7 +80,7 @@ async def _follow_to_end(client: AgentLassoClient, run_id: str) -> ResultsAnswer
         run_id=final.run_id, status=final.status, pass_rate=final.pass_rate,
         pass_threshold=final.pass_threshold, ci_pass=final.ci_pass,
         ci_fail_reason=final.ci_fail_reason, counts=final.counts, results=results,
-        judge=final.judge,
+        judge=final.judge, web_url=final.web_url,
     )  # fmt: skip
 
 

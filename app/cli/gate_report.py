@@ -13,7 +13,7 @@ from typing import TextIO
 
 import msgspec
 
-from app.client import CaseResult, Counts, JudgeUsage, RunGate
+from app.client import CaseResult, Counts, JudgeUsage, RunGate, case_card_url
 
 # Characters XML 1.0 cannot carry: an agent's reply may contain any of them.
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -34,12 +34,19 @@ class GateReport(msgspec.Struct, frozen=True, kw_only=True):
         """The results that failed or were not graded, in the order they came."""
         return [result for result in self.results if not (result.graded and result.pass_fail)]
 
+    def card_url(self, result: CaseResult) -> str | None:
+        """The result's card in the web app, when the server told us where the run's page is."""
+        run_url = self.gate.web_url
+        if run_url is None:
+            return None
+        return case_card_url(run_url, result.test_case_id, result.trial)
+
 
 def finish(report: GateReport, junit: Path | None, out: TextIO = sys.stdout) -> int:
     """Print the report, write JUnit and the step summary; the command's exit code."""
     print_report(report, out)
     if junit is not None:
-        junit.write_bytes(junit_xml("agentlasso", report.results, report.names, report.time_s))
+        junit.write_bytes(junit_xml("agentlasso", report))
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         append_text(Path(summary_path), step_summary("AgentLasso", report))
@@ -57,7 +64,10 @@ def print_report(report: GateReport, out: TextIO) -> None:
     """Each case that did not pass (the first MAX_FAILURES_SHOWN), the counts, the gate."""
     not_passed = report.not_passed()
     for result in not_passed[:MAX_FAILURES_SHOWN]:
-        print("\n".join(case_lines(result, report.names)), file=out)
+        lines = case_lines(result, report.names)
+        if (card := report.card_url(result)) is not None:
+            lines.append(f"    Case card: {card}")
+        print("\n".join(lines), file=out)
     if len(not_passed) > MAX_FAILURES_SHOWN:
         print(f"...and {len(not_passed) - MAX_FAILURES_SHOWN} more (see --junit).", file=out)
     gate = report.gate
@@ -65,6 +75,13 @@ def print_report(report: GateReport, out: TextIO) -> None:
     if (judge := judge_line(gate.judge)) is not None:
         print(judge, file=out)
     print(f"CI gate: {'PASS' if gate.ci_pass else f'FAIL: {gate.ci_fail_reason}'}", file=out)
+    print_run_page(gate.web_url, out)
+
+
+def print_run_page(web_url: str | None, out: TextIO | None = None) -> None:
+    """Where to read the run in the web app, when the server says where that is."""
+    if web_url is not None:
+        print(f"Run page: {web_url}", file=out)
 
 
 def label(result: CaseResult) -> str:
@@ -120,39 +137,48 @@ def judge_line(usage: JudgeUsage) -> str | None:
     return f"{line} Stopped: {usage.stopped}" if usage.stopped else line
 
 
-def junit_xml(
-    suite: str, results: Sequence[CaseResult], names: Mapping[str, str], time_s: float
-) -> bytes:
-    """JUnit XML: a testcase per case, a failure for each failed one, skipped when not graded."""
+def junit_xml(suite: str, report: GateReport) -> bytes:
+    """JUnit XML: a testcase per case, a failure for each failed one, skipped when not graded;
+    with the run's page as the suite's `url` property and each case's card in the case."""
+    results = report.results
     root = ElementTree.Element("testsuites")
     failures = sum(r.graded and not r.pass_fail for r in results)
     skipped = sum(not r.graded for r in results)
     testsuite = ElementTree.SubElement(
         root, "testsuite", name=suite, tests=str(len(results)), failures=str(failures),
-        errors="0", skipped=str(skipped), time=f"{time_s:.3f}",
+        errors="0", skipped=str(skipped), time=f"{report.time_s:.3f}",
     )  # fmt: skip
+    if report.gate.web_url is not None:
+        properties = ElementTree.SubElement(testsuite, "properties")
+        ElementTree.SubElement(properties, "property", name="url", value=report.gate.web_url)
     for result in results:
-        _testcase(testsuite, suite, result, names)
+        _testcase(testsuite, suite, result, report)
     return bytes(ElementTree.tostring(root, encoding="utf-8", xml_declaration=True))
 
 
 def _testcase(
-    parent: ElementTree.Element, suite: str, result: CaseResult, names: Mapping[str, str]
+    parent: ElementTree.Element, suite: str, result: CaseResult, report: GateReport
 ) -> None:
-    name = case_name(result, names) or result.test_case_id
+    name = case_name(result, report.names) or result.test_case_id
     case = ElementTree.SubElement(
         parent, "testcase", classname=suite, name=_xml_text(f"{name} [{result.test_case_id}]")
     )
-    if result.graded and result.pass_fail:
-        return
-    tag = "skipped" if not result.graded else "failure"
-    element = ElementTree.SubElement(case, tag, message=_xml_text(result.judge_reasoning))
-    details = [
-        f"{c.id} {c.type} ({c.severity}, {c.status}): {c.detail}"
-        for c in result.check_results
-        if c.status != "passed"
-    ]
-    element.text = _xml_text("\n".join(details))
+    card = report.card_url(result)
+    if not (result.graded and result.pass_fail):
+        tag = "skipped" if not result.graded else "failure"
+        element = ElementTree.SubElement(case, tag, message=_xml_text(result.judge_reasoning))
+        details = [
+            f"{c.id} {c.type} ({c.severity}, {c.status}): {c.detail}"
+            for c in result.check_results
+            if c.status != "passed"
+        ]
+        if card is not None:
+            # GitLab shows only a failure's (or skip's) text, so the card is named there too.
+            details.append(f"Case card: {card}")
+        element.text = _xml_text("\n".join(details))
+    if card is not None:
+        # Jenkins (and most other readers) show a testcase's system-out, passed or not.
+        ElementTree.SubElement(case, "system-out").text = card
 
 
 def _xml_text(text: str) -> str:
@@ -175,12 +201,16 @@ def step_summary(title: str, report: GateReport) -> str:
         f"| {counts.total} | {counts.passed} | {counts.failed} | {counts.not_graded} "
         f"| {counts.total - counts.done} |",
     ]
+    if gate.web_url is not None:
+        lines += ["", f"[Open the run in AgentLasso]({_md_url(gate.web_url)})"]
     not_passed = report.not_passed()
     if not_passed:
         lines += ["", "| case | result | why |", "|---|---|---|"]
         for result in not_passed[:MAX_FAILURES_SHOWN]:
-            name = case_name(result, report.names) or result.test_case_id
-            lines.append(f"| {_md(name)} | {label(result)} | {_md(result.judge_reasoning)} |")
+            name = _md(case_name(result, report.names) or result.test_case_id)
+            card = report.card_url(result)
+            cell = name if card is None else f"[{_md_link_text(name)}]({_md_url(card)})"
+            lines.append(f"| {cell} | {label(result)} | {_md(result.judge_reasoning)} |")
         if len(not_passed) > MAX_FAILURES_SHOWN:
             lines.append(f"\n…and {len(not_passed) - MAX_FAILURES_SHOWN} more.")
     return "\n".join(lines) + "\n"
@@ -188,6 +218,16 @@ def step_summary(title: str, report: GateReport) -> str:
 
 def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_link_text(text: str) -> str:
+    """Text that cannot end a Markdown link early."""
+    return text.replace("[", "\\[").replace("]", "\\]")
+
+
+def _md_url(url: str) -> str:
+    """A link target that cannot end early: parentheses and spaces percent-encoded."""
+    return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
 
 
 def append_text(path: Path, text: str) -> None:

@@ -10,7 +10,7 @@ from typing import TextIO
 import msgspec
 
 from app.cli.errors import run_reporting_errors
-from app.cli.gate_report import EXIT_PASS, GateReport, finish
+from app.cli.gate_report import EXIT_PASS, GateReport, finish, print_run_page
 from app.client import AgentLassoClient, Run
 
 FINAL = ("completed", "cancelled", "failed")
@@ -46,6 +46,7 @@ async def _run(options: RunOptions) -> int:
             trials=options.trials, concurrency=options.concurrency,
         )  # fmt: skip
         print(f"Run {run.run_id}: {run.counts.total} calls to the agent.")
+        print_run_page(run.web_url)
         if not options.wait:
             return EXIT_PASS
         run = await _follow(client, run, started)

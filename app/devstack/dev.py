@@ -157,9 +157,14 @@ def _spawn_api(env: dict[str, str], host: str, port: int) -> tuple[ChildProcess,
     api_port = preferred_or_free_port(host, port)
     if port and api_port != port:
         logger.warning("port %d is taken: the API listens on %d instead", port, api_port)
+    base_url = f"http://{_client_host(host)}:{api_port}"
+    # Runs link to their pages at the address the banner prints, unless the developer set one
+    # (a tunnel, a proxy in front).
+    public_url = env.get("AGENTLASSO_PUBLIC_URL") or base_url
     argv = [sys.executable, "-m", "app.cli", "api", "--host", host, "--port", str(api_port)]
-    api = spawn("api", argv, env=env, grace_s=_API_STOP_GRACE_S)
-    return api, f"http://{_client_host(host)}:{api_port}"
+    api_env = {**env, "AGENTLASSO_PUBLIC_URL": public_url}
+    api = spawn("api", argv, env=api_env, grace_s=_API_STOP_GRACE_S)
+    return api, base_url
 
 
 def _client_host(host: str) -> str:

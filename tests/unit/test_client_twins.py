@@ -38,6 +38,8 @@ DEFAULTED = {
 
 def example(info: mi.Type) -> Any:
     """A JSON value of this type with every optional part present."""
+    if isinstance(info, mi.Metadata):  # a field's description or bounds: the type beneath
+        return example(info.type)
     if isinstance(info, mi.StructType):
         fields = {field.encode_name: example(field.type) for field in info.fields}
         if info.tag_field is not None:
