@@ -62,5 +62,16 @@ def what_the_agent_did(observation: Observation) -> dict[str, Any]:
     }
 
 
+# Arguments this short stay on the tool's line; longer ones are laid out, two spaces a level.
+ONE_LINE_CHARS = 60
+
+
 def _shown(arguments: Any) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    """Arguments as text: an object (or a JSON string, decoded when the calls were read)
+    pretty-printed when it does not fit on one short line; a string that is not JSON as sent."""
+    if isinstance(arguments, str):
+        return arguments
+    compact = json.dumps(arguments, ensure_ascii=False)
+    if len(compact) <= ONE_LINE_CHARS:
+        return compact
+    return json.dumps(arguments, ensure_ascii=False, indent=2)

@@ -1,0 +1,49 @@
+"""A run's case card: one result, the revision it graded, and what has become of the case."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from app.db import case_card_reads
+from app.domain.case_results import StoredResult
+from app.domain.runs import Run
+from app.domain.web import Revision
+from app.services import runs as run_service
+from app.services.platform import Platform
+
+
+class CaseCard(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the card shows, read in four primary-key lookups."""
+
+    run: Run
+    result: StoredResult
+    # The revision of the case the run graded.
+    graded: Revision
+    data_context: dict[str, Any] | None
+    # The case's revision now; None when it has been deleted since.
+    current_revision: int | None
+
+    @property
+    def case_changed(self) -> bool:
+        """Whether the case has a newer revision than the one graded."""
+        return self.current_revision is not None and self.current_revision != self.graded.revision
+
+
+async def case_card(
+    platform: Platform, project_id: UUID, run_id: UUID, test_case_id: UUID, trial: int
+) -> CaseCard:
+    """One case's result in a run, or NotFound (another project's run included)."""
+    run, result, graded = await run_service.result_of_case(
+        platform, project_id, run_id, test_case_id, trial
+    )
+    now = await case_card_reads.case_now(platform.pool, project_id, run.dataset_id, test_case_id)
+    return CaseCard(
+        run=run,
+        result=result,
+        graded=graded,
+        data_context=now.data_context,
+        current_revision=now.current_revision,
+    )
