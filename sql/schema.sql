@@ -69,6 +69,7 @@ CREATE TABLE case_results (
     CONSTRAINT case_results_revision_id_fkey FOREIGN KEY (revision_id) REFERENCES test_case_revisions(id),
     CONSTRAINT case_results_run_id_fkey FOREIGN KEY (run_id) REFERENCES eval_runs(id) ON DELETE CASCADE
 );
+CREATE INDEX case_results_partially_graded_idx ON case_results USING btree (run_id, outcome, seq) WHERE partially_graded;
 CREATE INDEX case_results_run_outcome_seq_idx ON case_results USING btree (run_id, outcome, seq);
 CREATE INDEX case_results_run_seq_idx ON case_results USING btree (run_id, seq);
 
@@ -152,7 +153,9 @@ CREATE TABLE eval_runs (
 CREATE INDEX eval_runs_dataset_seq_idx ON eval_runs USING btree (dataset_id, seq DESC);
 CREATE UNIQUE INDEX eval_runs_idempotency_key_idx ON eval_runs USING btree (project_id, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 CREATE INDEX eval_runs_project_active_idx ON eval_runs USING btree (project_id) WHERE (status <> ALL (ARRAY['completed'::text, 'cancelled'::text, 'failed'::text]));
+CREATE INDEX eval_runs_project_gate_seq_idx ON eval_runs USING btree (project_id, ci_pass, seq DESC);
 CREATE INDEX eval_runs_project_seq_idx ON eval_runs USING btree (project_id, seq DESC);
+CREATE INDEX eval_runs_project_status_seq_idx ON eval_runs USING btree (project_id, status, seq DESC);
 
 CREATE TABLE judge_cache (
     key text NOT NULL,

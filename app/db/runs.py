@@ -56,6 +56,17 @@ SELECT $1, row_number() OVER (ORDER BY seq), id, current_revision_id
 FROM test_cases WHERE dataset_id = $2
 """
 
+# The cases that failed (or whose agent call failed) in an earlier run of the dataset, pinned at
+# their current revisions: a fixed check is what the new run grades.
+_PIN_FAILED_CASES = """
+INSERT INTO eval_run_cases (run_id, position, test_case_id, revision_id)
+SELECT $1, row_number() OVER (ORDER BY seq), id, current_revision_id
+FROM test_cases
+WHERE dataset_id = $2
+  AND id IN (SELECT test_case_id FROM case_results
+             WHERE run_id = $3 AND (outcome = 'failed' OR errored))
+"""
+
 _SET_TOTAL = f"""
 UPDATE eval_runs SET case_count = $2, total = $2 * trials, updated_at = now() WHERE id = $1
 RETURNING {RUN_COLUMNS}
@@ -104,6 +115,7 @@ WHERE project_id = $1
   AND ($2::uuid IS NULL OR dataset_id = $2)
   AND ($3::text IS NULL OR status = $3)
   AND ($4::bigint IS NULL OR seq < $4)
+  AND ($6::boolean IS NULL OR ci_pass = $6)
 ORDER BY seq DESC
 LIMIT $5
 """
@@ -189,9 +201,15 @@ async def run_by_idempotency_key(connection: Connection, project_id: UUID, key: 
     return _run_or_none(await connection.fetchrow(_BY_IDEMPOTENCY_KEY, project_id, key))
 
 
-async def pin_cases(connection: Connection, run_id: UUID, dataset_id: UUID) -> Run:
-    """Pin the dataset's current revisions to the run in one statement; set its total."""
-    status: str = await connection.execute(_PIN_CASES, run_id, dataset_id)
+async def pin_cases(
+    connection: Connection, run_id: UUID, dataset_id: UUID, failed_in: UUID | None = None
+) -> Run:
+    """Pin the dataset's current revisions to the run in one statement (only the cases that
+    failed in the run `failed_in`, when given); set its total."""
+    if failed_in is None:
+        status: str = await connection.execute(_PIN_CASES, run_id, dataset_id)
+    else:
+        status = await connection.execute(_PIN_FAILED_CASES, run_id, dataset_id, failed_in)
     return _run(await connection.fetchrow(_SET_TOTAL, run_id, int(status.split()[-1])))
 
 
@@ -255,9 +273,10 @@ async def list_runs(
     status: str | None,
     before_seq: int | None,
     limit: int,
+    ci_pass: bool | None = None,
 ) -> list[Run]:
     """A page of the project's runs, newest first."""
-    rows = await executor.fetch(_LIST, project_id, dataset_id, status, before_seq, limit)
+    rows = await executor.fetch(_LIST, project_id, dataset_id, status, before_seq, limit, ci_pass)
     return [Run(**row) for row in rows]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 from uuid import UUID
 
 import msgspec
@@ -65,3 +66,35 @@ class Revision(msgspec.Struct, frozen=True, kw_only=True):
     revision: int
     content: TestCaseContent
     created_at: datetime
+
+
+class ResultFilter(msgspec.Struct, frozen=True, kw_only=True):
+    """Which of a run's results a page lists; None is "any"."""
+
+    outcome: Literal["passed", "failed", "not_graded"] | None = None
+    # A failed check of this type and/or severity (the same check has both, when both given).
+    check_type: CheckType | None = None
+    severity: Severity | None = None
+    partially_graded: bool = False
+    # Words in the input or description of the revision that was graded.
+    text: str | None = None
+
+    @property
+    def narrows(self) -> bool:
+        """True when more than the outcome is asked for: matches may be sparse."""
+        return bool(self.check_type or self.severity or self.partially_graded or self.text)
+
+
+class ResultRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One result as a run's results table shows it."""
+
+    seq: int
+    test_case_id: UUID
+    trial: int
+    outcome: Literal["passed", "failed", "not_graded"]
+    partially_graded: bool
+    agent_error: str | None
+    failed_check_types: list[CheckType]
+    # The graded revision's input (cut short) and description; None when the case is deleted.
+    input: str | None
+    description: str | None

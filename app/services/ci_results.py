@@ -226,7 +226,10 @@ async def _store_batch(
     run = await run_rows.apply_counts(connection, run_id, delta)
     waiting = graded.counts.judge_pending > 0
     judge_work = await _judge_chunks(connection, run_id, checked.case_ids) if waiting else []
-    return await run_rows.store_gate(connection, run), judge_work
+    run = await run_rows.store_gate(connection, run)
+    # Long-polls and the run's page follow a CI run as its batches arrive (one NOTIFY a batch).
+    await run_rows.notify(connection, run_id, "final" if run.is_final else "progress")
+    return run, judge_work
 
 
 async def _judge_chunks(

@@ -29,25 +29,35 @@ async def run_events(
         clock = asyncio.get_running_loop()
         sent_at = clock.time()
         ends_at = sent_at + MAX_STREAM_S
+        # Progress held back by MIN_PROGRESS_GAP_S: sent when the gap is over, so the last
+        # state before a quiet spell is never lost.
+        held: Run | None = None
         yield ("final" if run.is_final else "progress"), run
         while not run.is_final:
-            if clock.time() >= ends_at:
+            now = clock.time()
+            if now >= ends_at:
                 yield "reconnect", run
                 return
+            quiet_for = min(KEEPALIVE_S, ends_at - now)
+            if held is not None:
+                quiet_for = min(quiet_for, max(0.0, sent_at + MIN_PROGRESS_GAP_S - now))
             try:
-                event = await asyncio.wait_for(
-                    events.get(), min(KEEPALIVE_S, ends_at - clock.time())
-                )
+                event = await asyncio.wait_for(events.get(), quiet_for)
             except TimeoutError:
-                yield "keepalive", None
+                if held is None:
+                    yield "keepalive", None
+                else:
+                    sent_at, held = clock.time(), None
+                    yield "progress", run
                 continue
             if event.kind == "shutdown":
                 yield "shutdown", run
                 return
             run = event.run or run
-            now = asyncio.get_running_loop().time()
             if run.is_final:
                 yield "final", run
-            elif now - sent_at >= MIN_PROGRESS_GAP_S:
-                sent_at = now
+            elif clock.time() - sent_at >= MIN_PROGRESS_GAP_S:
+                sent_at, held = clock.time(), None
                 yield "progress", run
+            else:
+                held = run

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 from uuid import UUID
 
-from app.db import case_results
+import msgspec
+
+from app.db import case_results, result_rows
 from app.db import runs as run_rows
 from app.db import test_cases as case_rows
 from app.domain.case_results import StoredResult
 from app.domain.results import Gate
 from app.domain.runs import Run
-from app.domain.web import Revision
+from app.domain.web import ResultFilter, ResultRow, Revision
 from app.errors import NotFound
 from app.grading import run_gate
 from app.services.platform import Platform
@@ -34,10 +36,12 @@ async def list_runs(
     status: str | None,
     before_seq: int | None,
     limit: int,
+    ci_pass: bool | None = None,
 ) -> list[Run]:
-    """A page of runs, newest first."""
+    """A page of runs, newest first; `ci_pass` True or False: only runs whose gate passed, or
+    only those whose gate did not."""
     return await run_rows.list_runs(
-        platform.pool, project_id, dataset_id, status, before_seq, limit
+        platform.pool, project_id, dataset_id, status, before_seq, limit, ci_pass
     )
 
 
@@ -54,15 +58,43 @@ async def list_results(
     return await case_results.list_results(platform.pool, run_id, after_seq, outcome, limit)
 
 
+# Outcomes in the order a run's page lists them: what a person opening a failed gate came for
+# first, then what could not be judged, then the rest.
+OUTCOME_ORDER = ("failed", "not_graded", "passed")
+
+
+class ResultPage(msgspec.Struct, frozen=True, kw_only=True):
+    """A page of a run's results; `next_after` is where the next page starts, None at the end.
+    `stopped_early` says the page is short because the scan stopped, not because nothing is
+    left."""
+
+    rows: list[ResultRow]
+    next_after: tuple[str, int] | None
+    stopped_early: bool
+
+
 async def result_page(
-    platform: Platform, run: Run, after_seq: int, outcome: str | None, limit: int
-) -> tuple[list[StoredResult], dict[UUID, Revision]]:
-    """A page of a run (got in its project) and the revisions of the cases its results graded."""
-    results = await case_results.list_results(platform.pool, run.id, after_seq, outcome, limit)
-    graded = await case_rows.revisions_by_id(
-        platform.pool, list({result.revision_id for result in results})
-    )
-    return results, graded
+    platform: Platform, run: Run, after: tuple[str, int] | None, chosen: ResultFilter, limit: int
+) -> ResultPage:
+    """A page of a run (got in its project): one outcome, or all with the failures first."""
+    outcomes = (chosen.outcome,) if chosen.outcome else OUTCOME_ORDER
+    start, after_seq = after or (outcomes[0], 0)
+    if start not in outcomes:
+        return ResultPage(rows=[], next_after=None, stopped_early=False)
+    rows: list[ResultRow] = []
+    for outcome in outcomes[outcomes.index(start) :]:
+        found, stopped_at = await result_rows.result_rows(
+            platform.pool, run.id, outcome, after_seq, chosen, limit + 1 - len(rows)
+        )
+        rows += found
+        if len(rows) > limit:
+            last = rows[limit - 1]
+            return ResultPage(rows=rows[:limit], next_after=(last.outcome, last.seq),
+                              stopped_early=False)  # fmt: skip
+        if stopped_at is not None:
+            return ResultPage(rows=rows, next_after=(outcome, stopped_at), stopped_early=True)
+        after_seq = 0
+    return ResultPage(rows=rows, next_after=None, stopped_early=False)
 
 
 async def result_of_case(

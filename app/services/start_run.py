@@ -68,13 +68,19 @@ def chunking(total: int, concurrency: int) -> tuple[int, int, int]:
 
 
 async def start_run(
-    platform: Platform, project_id: UUID, request: NewRun, idempotency_key: str | None
+    platform: Platform,
+    project_id: UUID,
+    request: NewRun,
+    idempotency_key: str | None,
+    failed_in: UUID | None = None,
 ) -> StartedRun:
-    """Create the run; a server-mode run's first lanes are queued, no agent call awaited."""
+    """Create the run; a server-mode run's first lanes are queued, no agent call awaited.
+    With `failed_in` (server mode), only the cases that failed in that run of the dataset."""
     refuse_nul({"labels": request.labels})
     if request.agent_id is None:
+        assert failed_in is None, "a re-run of failed cases calls the agent: server mode"
         return await _start_ci_run(platform, project_id, request, idempotency_key)
-    return await _start_server_run(platform, project_id, request, idempotency_key)
+    return await _start_server_run(platform, project_id, request, idempotency_key, failed_in)
 
 
 async def pinned_cases(platform: Platform, run_id: UUID, page: int) -> AsyncIterator[PinnedCase]:
@@ -106,7 +112,11 @@ async def _start_ci_run(
 
 
 async def _start_server_run(
-    platform: Platform, project_id: UUID, request: NewRun, idempotency_key: str | None
+    platform: Platform,
+    project_id: UUID,
+    request: NewRun,
+    idempotency_key: str | None,
+    failed_in: UUID | None,
 ) -> StartedRun:
     _check_concurrency(platform, request)
     async with platform.pool.acquire() as connection, connection.transaction():
@@ -120,7 +130,7 @@ async def _start_server_run(
         if run is None:
             return await _replay(connection, project_id, idempotency_key, request, dataset)
         await _check_active_runs(platform, connection, project_id)
-        run, lanes = await _plan_work(connection, run, request.dataset_id, concurrency)
+        run, lanes = await _plan_work(connection, run, request.dataset_id, concurrency, failed_in)
     await enqueue_quietly(platform.queue, platform.settings.queue_name, lanes)
     return StartedRun(run=run, dataset=dataset, replayed=False)
 
@@ -160,9 +170,9 @@ def _insert_values(
 
 
 async def _plan_work(
-    connection: Connection, run: Run, dataset_id: UUID, concurrency: int
+    connection: Connection, run: Run, dataset_id: UUID, concurrency: int, failed_in: UUID | None
 ) -> tuple[Run, list[ChunkRef]]:
-    run = await run_rows.pin_cases(connection, run.id, dataset_id)
+    run = await run_rows.pin_cases(connection, run.id, dataset_id, failed_in)
     size, count, lanes = chunking(run.total, concurrency)
     await run_rows.set_chunk_size(connection, run.id, size)
     await chunk_rows.create_chunks(connection, run.id, count)

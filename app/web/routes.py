@@ -13,10 +13,13 @@ from litestar.static_files import create_static_files_router
 from app.api.problems import on_http_error, status_of
 from app.config import Settings
 from app.errors import AgentLassoError, TooManyRequests, Unavailable
+from app.web.case_cards import CaseCardPages
 from app.web.case_editor import CaseEditorPages
 from app.web.import_pages import ImportPages
 from app.web.rendering import PAGE_HEADERS, STATIC_DIR, page, redirect
+from app.web.run_live import run_live
 from app.web.run_pages import RunPages, traces
+from app.web.run_start import RunStartPages
 from app.web.server_timing import server_timing
 from app.web.sessions import ForgedRequest, SignInRequired, check_csrf, require_session, sign_in_url
 from app.web.settings_pages import SettingsPages
@@ -41,7 +44,17 @@ def web_routers(settings: Settings) -> list[Router]:
     }
     pages = Router(
         path="/",
-        route_handlers=[StudioPages, CaseEditorPages, SettingsPages, RunPages, traces, sign_out],
+        route_handlers=[
+            StudioPages,
+            CaseEditorPages,
+            SettingsPages,
+            RunPages,
+            RunStartPages,
+            run_live,
+            CaseCardPages,
+            traces,
+            sign_out,
+        ],
         **signed_in,  # type: ignore[arg-type]
     )
     # An upload is read (and spooled to disk) before any code sees it: only the import may be

@@ -1,109 +1,103 @@
-"""Test Runs: the list, a run's page with its results, a case's card, and the Run button."""
+"""Test Runs: the list of runs, and a run's page with its results."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+import re
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
+from urllib.parse import urlencode
+from uuid import UUID
 
 from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromPath
 
 from app.api.auth import PlatformDep
 from app.api.pagination import decode_cursor, next_cursor, parse_id
-from app.domain.case_results import StoredResult
-from app.domain.runs import Run
-from app.domain.web import Revision
-from app.errors import Conflict
+from app.domain.checks import CHECK_TYPES, CheckType, Severity
+from app.domain.runs import Run, RunStatus
+from app.domain.web import ResultFilter, ResultRow
+from app.errors import FieldError, InvalidInput
 from app.services import agents as agent_service
 from app.services import datasets as dataset_service
 from app.services import runs as run_service
-from app.services.start_run import NewRun, start_run
-from app.web.agent_reply import observation_of, what_the_agent_did
 from app.web.case_form import PRODUCT_NAMES
-from app.web.forms import text
-from app.web.objects import dataset_named
+from app.web.once import new_form_id
 from app.web.rendering import page, redirect
+from app.web.run_live import summary_context
 from app.web.sessions import session_of
+from app.web.studio import SEVERITY_CHOICES
 
 PAGE_SIZE = 50
+DATASETS_LISTED = 200
+Outcome = Literal["passed", "failed", "not_graded"]
 OUTCOME_CHOICES = [
     ("failed", "Failed"),
     ("not_graded", "Not graded"),
     ("passed", "Passed"),
-    ("", "All"),
+    ("", "All, failures first"),
 ]
+FAILED_CHECK_CHOICES = [("", "Any check"), *PRODUCT_NAMES.items()]
+STATUS_CHOICES = [("", "Any status")] + [
+    (status, status.replace("_", " ").capitalize()) for status in get_args(RunStatus)
+]
+GATE_CHOICES = [("", "Passed or failed"), ("passed", "Gate passed"), ("failed", "Gate failed")]
+_OUTCOMES: dict[str, Outcome] = {outcome: outcome for outcome in get_args(Outcome)}
+_CHECK_TYPES: dict[str, CheckType] = {check_type: check_type for check_type in CHECK_TYPES}
+_SEVERITIES: dict[str, Severity] = {"critical": "critical", "minor": "minor"}
+_CURSOR = re.compile(r"^(passed|failed|not_graded):(\d{1,18})$")
 
 
 class RunPages(Controller):
-    """The project's runs, each run and its case results, and starting one from a dataset."""
+    """The project's runs, and each run with its case results."""
 
     @get("/runs", name="runs")
-    async def runs(
-        self,
-        request: Request[Any, Any, Any],
-        platform: PlatformDep,
-        cursor: FromQuery[str | None] = None,
-    ) -> Response[Any]:
-        """The project's runs, newest first."""
+    async def runs(self, request: Request[Any, Any, Any], platform: PlatformDep) -> Response[Any]:
+        """The project's runs, newest first, by dataset, status and gate."""
         project_id = session_of(request).project_id
+        query = request.query_params
+        chosen = {name: str(query.get(name) or "") for name in ("dataset", "status", "gate")}
         runs = await run_service.list_runs(
-            platform, project_id, None, None, decode_cursor(cursor) or None, PAGE_SIZE + 1
-        )
+            platform, project_id, _uuid_or_none(chosen["dataset"]), _status(chosen["status"]),
+            decode_cursor(query.get("cursor")) or None, PAGE_SIZE + 1,
+            ci_pass={"passed": True, "failed": False}.get(chosen["gate"]),
+        )  # fmt: skip
         more = next_cursor([run.seq for run in runs], PAGE_SIZE)
-        runs = runs[:PAGE_SIZE]
-        names = await dataset_service.dataset_names(
-            platform, project_id, list({run.dataset_id for run in runs})
+        datasets = await dataset_service.list_datasets(platform, project_id, 0, DATASETS_LISTED)
+        names = {dataset.id: dataset.name for dataset in datasets}
+        names |= await dataset_service.dataset_names(
+            platform, project_id, list({run.dataset_id for run in runs} - names.keys())
         )
-        return page(request, "runs.html", runs=runs, names=names, next_cursor=more)
+        return page(
+            request, "runs.html", runs=runs[:PAGE_SIZE], names=names, next_cursor=more,
+            filters=chosen, filter_query=_query_string(chosen),
+            choices={"dataset": [("", "Any dataset")] + [(str(d.id), d.name) for d in datasets],
+                     "status": STATUS_CHOICES, "gate": GATE_CHOICES},
+        )  # fmt: skip
 
     @get("/runs/{run_id:str}", name="run")
     async def run(
-        self,
-        request: Request[Any, Any, Any],
-        platform: PlatformDep,
-        run_id: FromPath[str],
-        outcome: FromQuery[str | None] = None,
-        cursor: FromQuery[str | None] = None,
+        self, request: Request[Any, Any, Any], platform: PlatformDep, run_id: FromPath[str]
     ) -> Response[Any]:
-        """A run: its counts, gate and judge cost, and its results a page at a time (the
-        failures first: a run with any opens on them)."""
+        """A run: its counts, gate and judge cost (live while it runs), and its results a page
+        at a time, failures first (a run with any opens on them)."""
         project_id = session_of(request).project_id
         run = await run_service.get_run(platform, project_id, parse_id(run_id, "run"))
-        shown = _outcome_shown(outcome, run)
-        results, graded = await run_service.result_page(
-            platform, run, decode_cursor(cursor), shown, PAGE_SIZE + 1
+        query = request.query_params
+        chosen, shown = _result_filter(query, run)
+        results = await run_service.result_page(
+            platform, run, _after(query.get("cursor")), chosen, PAGE_SIZE
         )
-        more = next_cursor([result.seq for result in results], PAGE_SIZE)
-        rows = [_result_row(result, graded.get(result.revision_id)) for result in results]
         names = await dataset_service.dataset_names(platform, project_id, [run.dataset_id])
+        after = results.next_after
         return page(
-            request, "run.html", run=run, dataset_name=names.get(run.dataset_id),
-            failed=run.graded - run.passed, rows=rows[:PAGE_SIZE], outcome=shown or "",
-            outcomes=OUTCOME_CHOICES, next_cursor=more,
-        )  # fmt: skip
-
-    @get("/runs/{run_id:str}/cases/{test_case_id:str}", name="case_card")
-    async def case_card(
-        self,
-        request: Request[Any, Any, Any],
-        platform: PlatformDep,
-        run_id: FromPath[str],
-        test_case_id: FromPath[str],
-        trial: FromQuery[int] = 1,
-    ) -> Response[Any]:
-        """One case of a run: what it asked, what the agent did, and every check's verdict
-        beside it."""
-        run, result, graded = await run_service.result_of_case(
-            platform, session_of(request).project_id, parse_id(run_id, "run"),
-            parse_id(test_case_id, "test case"), trial,
-        )  # fmt: skip
-        return page(
-            request, "case_card.html", run=run, result=result, graded=graded,
-            did=what_the_agent_did(observation_of(result)),
-            checks=[
-                {"name": PRODUCT_NAMES.get(check.type, check.type), "check": check}
-                for check in result.result.check_results
-            ],
+            request, "run.html", **summary_context(run), dataset_name=names.get(run.dataset_id),
+            rows=[_result_row(row) for row in results.rows], filters=shown,
+            filter_query=_query_string(shown, always=("outcome",)),
+            next_cursor=f"{after[0]}:{after[1]}" if after else None,
+            stopped_early=results.stopped_early, filtering=chosen.narrows,
+            choices={"outcome": OUTCOME_CHOICES, "check_type": FAILED_CHECK_CHOICES,
+                     "severity": SEVERITY_CHOICES},
+            can_rerun=await _can_rerun(platform, project_id, run), form_id=new_form_id(),
         )  # fmt: skip
 
     @post("/runs/{run_id:str}/cancel", name="cancel_run")
@@ -116,24 +110,6 @@ class RunPages(Controller):
         )
         return redirect(request, f"/runs/{run.id}")
 
-    @post("/datasets/{dataset_id:str}/run", name="run_dataset")
-    async def run_dataset(
-        self, request: Request[Any, Any, Any], platform: PlatformDep, dataset_id: FromPath[str]
-    ) -> Response[Any]:
-        """Start a server-mode run of the dataset against the project's agent."""
-        project_id = session_of(request).project_id
-        dataset = await dataset_named(request, platform, dataset_id)
-        agent = await agent_service.default_agent(platform, project_id)
-        if agent is None:
-            raise Conflict("A run calls your agent: register it under Settings, Your agent, first.")
-        form = await request.form()
-        form_id = text(form, "form_id")
-        # The form's id as the idempotency key: the same click sent twice starts one run.
-        key = f"web:{form_id}" if form_id else None
-        request_run = NewRun(dataset_id=dataset.id, agent_id=agent.id)
-        await start_run(platform, project_id, request_run, key)
-        return redirect(request, "/runs")
-
 
 @get("/traces", name="traces")
 async def traces(request: Request[Any, Any, Any]) -> Response[Any]:
@@ -141,32 +117,74 @@ async def traces(request: Request[Any, Any, Any]) -> Response[Any]:
     return page(request, "traces.html")
 
 
-def _outcome_shown(asked: str | None, run: Run) -> str | None:
-    """The outcome the results are filtered by: as asked, else the failures when there are
-    any (what a person opening a failed gate came for), else all."""
-    if asked is not None:
-        return asked if asked in {"failed", "not_graded", "passed"} else None
-    return "failed" if run.graded > run.passed else None
+def _result_filter(query: Mapping[str, Any], run: Run) -> tuple[ResultFilter, dict[str, str]]:
+    """The filter the page's query asks for, and the choices to show as made. With no outcome
+    asked for, a run with failures opens on them (what a person opening a failed gate came
+    for)."""
+    names = ("outcome", "check_type", "severity", "partial", "q")
+    shown = {name: str(query.get(name) or "") for name in names}
+    if "outcome" not in query:
+        shown["outcome"] = "failed" if run.graded > run.passed else ""
+    chosen = ResultFilter(
+        outcome=_OUTCOMES.get(shown["outcome"]),
+        check_type=_CHECK_TYPES.get(shown["check_type"]),
+        severity=_SEVERITIES.get(shown["severity"]),
+        partially_graded=shown["partial"] == "yes",
+        text=shown["q"].strip()[:200] or None,
+    )
+    return chosen, shown
 
 
-def _result_row(result: StoredResult, graded: Revision | None) -> dict[str, Any]:
-    failed_checks = [
-        PRODUCT_NAMES.get(check.type, check.type)
-        for check in result.result.check_results
-        if check.status == "failed"
-    ]
-    content = graded.content if graded else None
+def _after(cursor: str | None) -> tuple[str, int] | None:
+    if not cursor:
+        return None
+    found = _CURSOR.match(cursor)
+    if found is None:
+        detail = "Use the link to the next page."
+        problem = FieldError(parameter="cursor", detail=detail)
+        raise InvalidInput("The cursor is not valid.", [problem])
+    return found[1], int(found[2])
+
+
+def _query_string(shown: Mapping[str, str], always: tuple[str, ...] = ()) -> str:
+    """The filters as a query string, for the next page's link (those in `always` even when
+    blank: a blank outcome is "all", not "the default")."""
+    return urlencode({name: value for name, value in shown.items() if value or name in always})
+
+
+def _uuid_or_none(raw: str) -> UUID | None:
+    try:
+        return UUID(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def _status(raw: str) -> str | None:
+    return raw if raw in get_args(RunStatus) else None
+
+
+async def _can_rerun(platform: PlatformDep, project_id: UUID, run: Run) -> bool:
+    """A re-run calls an agent: the run's own, or for a CI-mode run the project's default."""
+    if not run.is_final:
+        return False
+    return (
+        run.agent_id is not None
+        or await agent_service.default_agent(platform, project_id) is not None
+    )
+
+
+def _result_row(row: ResultRow) -> dict[str, Any]:
     return {
-        "test_case_id": result.test_case_id,
-        "trial": result.trial,
-        "outcome": result.outcome,
-        "input": _one_line(content.input) if content else "",
-        "description": content.description if content else None,
-        "failed_checks": failed_checks,
-        "agent_error": result.agent_error,
+        "test_case_id": row.test_case_id,
+        "trial": row.trial,
+        "outcome": row.outcome,
+        "partially_graded": row.partially_graded,
+        "input": _one_line(row.input) if row.input is not None else "",
+        "description": row.description,
+        "failed_checks": [PRODUCT_NAMES.get(kind, kind) for kind in row.failed_check_types],
+        "agent_error": row.agent_error,
     }
 
 
-def _one_line(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+def _one_line(text: str) -> str:
     return text if len(text) <= 160 else text[:159] + "…"

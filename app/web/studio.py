@@ -254,7 +254,6 @@ async def _dataset_page(
         # Shown as "Imported N test cases": a number, or nothing (never text from a link).
         imported=imported if (imported := query.get("imported", "")).isdigit() else None,
         saved=query.get("saved"),
-        form_id=new_form_id(),
     )
 
 

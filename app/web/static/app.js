@@ -28,3 +28,29 @@ document.addEventListener("htmx:afterSwap", (event) => {
   const field = document.querySelector(`[aria-describedby~="${message.id}"]`);
   if (field) field.setAttribute("aria-invalid", message.textContent.trim() ? "true" : "false");
 });
+// A run's page while the run goes on: its summary follows the run over Server-Sent Events, and
+// when the run ends the buttons and results are fetched again (no reload, nothing lost).
+const liveSummary = document.querySelector("[data-live-url]");
+if (liveSummary && window.EventSource) {
+  const source = new EventSource(liveSummary.dataset.liveUrl);
+  source.addEventListener("progress", (event) => { liveSummary.innerHTML = event.data; });
+  source.addEventListener("final", async (event) => {
+    source.close();
+    liveSummary.innerHTML = event.data;
+    liveSummary.removeAttribute("data-live-url");
+    await refreshParts(["run-head", "results"]);
+    const gate = document.querySelector("#run-head h1 .verdict");
+    const announce = document.getElementById("run-announce");
+    if (announce && gate) announce.textContent = `The run has ended: ${gate.textContent}.`;
+  });
+}
+async function refreshParts(ids) {
+  const answer = await fetch(window.location.href, { headers: { accept: "text/html" } });
+  if (!answer.ok) return;
+  const fresh = new DOMParser().parseFromString(await answer.text(), "text/html");
+  for (const id of ids) {
+    const now = document.getElementById(id);
+    const next = fresh.getElementById(id);
+    if (now && next) now.replaceWith(next);
+  }
+}

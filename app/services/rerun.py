@@ -1,0 +1,45 @@
+"""Running a run's dataset again with the same agent and settings: every case, or only those
+that failed (at their current revisions, so a fixed check is what gets graded)."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from app.domain.runs import Run
+from app.errors import Conflict
+from app.services import agents as agent_service
+from app.services.platform import Platform
+from app.services.runs import get_run
+from app.services.start_run import NewRun, start_run
+
+
+async def run_again(
+    platform: Platform,
+    project_id: UUID,
+    run_id: UUID,
+    *,
+    only_failed: bool,
+    idempotency_key: str | None,
+) -> Run:
+    """A new server-mode run like this one. A CI-mode run had no agent of ours: its re-run
+    calls the project's default agent."""
+    source = await get_run(platform, project_id, run_id)
+    if only_failed and source.failed + source.errored == 0:
+        raise Conflict("This run has no failed cases to run again.")
+    agent_id = source.agent_id or await _default_agent_id(platform, project_id)
+    labels = {**(source.labels or {}), "rerun_of": str(source.id)}
+    request = NewRun(
+        dataset_id=source.dataset_id, pass_threshold=source.pass_threshold, agent_id=agent_id,
+        trials=source.trials, concurrency=source.concurrency, labels=labels,
+        judge_cache=source.judge_use_cache,
+    )  # fmt: skip
+    failed_in = source.id if only_failed else None
+    started = await start_run(platform, project_id, request, idempotency_key, failed_in)
+    return started.run
+
+
+async def _default_agent_id(platform: Platform, project_id: UUID) -> UUID:
+    agent = await agent_service.default_agent(platform, project_id)
+    if agent is None:
+        raise Conflict("A run calls your agent: register it under Settings, Your agent, first.")
+    return agent.id
