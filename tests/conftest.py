@@ -18,7 +18,7 @@ import pytest_asyncio
 from app.api.app import create_app
 from app.config import Settings
 from tests.support.databases import ServerUrls, drop_database, fresh_database, new_project_key
-from tests.support.processes import api_process
+from tests.support.processes import WorkerProcesses, api_process
 from tests.support.servers import serving
 
 
@@ -131,3 +131,16 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
     yield attempted
     assert attempted == [], "a connection to a non-loopback address was attempted"
+
+
+@pytest.fixture
+def workers(settings: Settings) -> Iterator[WorkerProcesses]:
+    """Start `agentlasso worker` processes with `workers.start()`; all are stopped after the
+    test."""
+    pool = WorkerProcesses(
+        settings.database_url, settings.redis_url, settings.queue_name, settings.secret_key or ""
+    )
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
