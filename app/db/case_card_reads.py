@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
-import msgspec
-
 from app.db.pool import Executor
-
-
-class CaseNow(msgspec.Struct, frozen=True, kw_only=True):
-    """The dataset's data context as it is now (it has no revisions), and the case's current
-    revision number (None: the case has been deleted since the run)."""
-
-    data_context: dict[str, Any] | None
-    current_revision: int | None
-
+from app.domain.web import CaseNow
 
 # Three primary-key lookups in one round trip. The dataset row outlives its deletion (runs keep
 # it); a deleted case has no row in test_cases, only the revisions its runs pinned.

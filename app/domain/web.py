@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 import msgspec
@@ -98,3 +98,11 @@ class ResultRow(msgspec.Struct, frozen=True, kw_only=True):
     # The graded revision's input (cut short) and description; None when the case is deleted.
     input: str | None
     description: str | None
+
+
+class CaseNow(msgspec.Struct, frozen=True, kw_only=True):
+    """The dataset's data context as it is now (it has no revisions), and the case's current
+    revision number (None: the case has been deleted since the run)."""
+
+    data_context: dict[str, Any] | None
+    current_revision: int | None

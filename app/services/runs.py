@@ -82,9 +82,10 @@ async def result_page(
     if start not in outcomes:
         return ResultPage(rows=[], next_after=None, stopped_early=False)
     rows: list[ResultRow] = []
+    hits = await result_rows.search_hits(platform.pool, run.dataset_id, chosen.text)
     for outcome in outcomes[outcomes.index(start) :]:
         found, stopped_at = await result_rows.result_rows(
-            platform.pool, run.id, outcome, after_seq, chosen, limit + 1 - len(rows)
+            platform.pool, run.id, outcome, after_seq, chosen, limit + 1 - len(rows), hits
         )
         rows += found
         if len(rows) > limit:

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
+import json
 import os
 import re
 import statistics
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +33,7 @@ import asyncpg
 import httpx
 import msgspec
 
+from app.db import result_rows
 from tests.perf.bench_web import signed_in
 from tests.perf.harness import body_chunks, new_key, server_urls
 from tests.support.databases import drop_database, fresh_database
@@ -117,7 +121,56 @@ def post_results(api: httpx.Client, run: dict[str, Any], batch: int = 10_000) ->
     print(f"posted {len(results):,} results in {time.perf_counter() - started:.1f} s")
 
 
-def pages(base_url: str, key: str, cases: int, rounds: int) -> str:
+def explain(database_url: str, run_id: str) -> None:
+    """The plans of the run page's and the runs list's queries on this run (EXPLAIN ANALYZE)."""
+    filtered = result_rows._narrowed(result_rows._ROWS, "", (), first_parameter=8)
+    partial = result_rows._narrowed(
+        result_rows._ROWS, result_rows._ONLY_PARTIAL, (), first_parameter=8
+    )
+    failed_tool_check = json.dumps([{"status": "failed", "type": "tool_not_called"}])
+    window = result_rows.SCAN_WINDOW
+    plans = (
+        ("a page of failures", filtered, ("failed", 0, 51, None, None, 51)),
+        ("failures with a failed 'Tool must NOT be called'", filtered,
+         ("failed", 0, window, failed_tool_check, None, 51)),
+        ("partially graded results", partial, ("passed", 0, window, None, None, 51)),
+        ("the search's revisions (trigram index)",
+         "SELECT id, test_case_id FROM test_case_revisions WHERE dataset_id = (SELECT dataset_id "
+         "FROM eval_runs WHERE id = $1) AND ((input #>> '{}') || ' ' || coalesce(description, "
+         "'')) ILIKE $2 LIMIT 2001", ("%Order #99990 %",)),
+        ("runs list, gate failed",
+         "SELECT id FROM eval_runs WHERE project_id = (SELECT project_id FROM eval_runs "
+         "WHERE id = $1) AND ci_pass = $2 ORDER BY seq DESC LIMIT 51", (False,)),
+    )  # fmt: skip
+
+    async def show() -> None:
+        connection = await asyncpg.connect(database_url)
+        try:
+            dataset_id = await connection.fetchval(
+                "SELECT dataset_id FROM eval_runs WHERE id = $1", uuid.UUID(run_id)
+            )
+            hits = await connection.fetch(
+                result_rows._SEARCH,
+                dataset_id,
+                "%Order #99990 %",
+                result_rows.SEARCH_HITS + 1,
+            )
+            among = ([hit["test_case_id"] for hit in hits], [hit["id"] for hit in hits])
+            searched = result_rows._narrowed(result_rows._ROWS, "", among, first_parameter=8)
+            search_args = ("failed", 0, window, None, "%Order #99990 %", 51, *among)
+            for name, sql, args in (*plans, ("the search's results", searched, search_args)):
+                rows = await connection.fetch(
+                    "EXPLAIN (ANALYZE, COSTS OFF, SUMMARY ON) " + sql, uuid.UUID(run_id), *args
+                )
+                print(f"EXPLAIN ANALYZE, {name}:")
+                print("\n".join("    " + row[0] for row in rows))
+        finally:
+            await connection.close()
+
+    asyncio.run(show())
+
+
+def pages(base_url: str, key: str, database_url: str, cases: int, rounds: int) -> str:
     api = httpx.Client(base_url=base_url, headers={"x-api-key": key}, timeout=600)
     dataset_id = imported_dataset(api, cases)
     created = api.post("/api/v1/eval-runs", json={"dataset_id": dataset_id})
@@ -137,7 +190,7 @@ def pages(base_url: str, key: str, cases: int, rounds: int) -> str:
         ("partially graded results (1 in 500)", {"outcome": "", "partial": "yes"}, 50),
         (f"failures searched by input ({last_input!r}, one match)", {"q": last_input}, 50),
     ):  # fmt: skip
-        report(name, timed(lambda p=params: browser.get(run_page, params=p), rounds), target)
+        report(name, timed(functools.partial(browser.get, run_page, params=params), rounds), target)
     second = browser.get(run_page)
     more = re.search(r'<a href="([^"]+)">More results</a>', second.text)
     assert more, "no next page"
@@ -149,6 +202,7 @@ def pages(base_url: str, key: str, cases: int, rounds: int) -> str:
     report("runs list", timed(lambda: browser.get("/runs"), rounds), 50)
     report("runs list, gate failed", timed(lambda: browser.get("/runs", params={"gate": "failed"}),
                                            rounds), 50)  # fmt: skip
+    explain(database_url, run["run_id"])
     return dataset_id
 
 
@@ -156,11 +210,14 @@ async def watching(
     base_url: str, key: str, database_url: str, dataset_id: str, watchers: int
 ) -> None:
     """Database work while results arrive, with `watchers` live streams open and with none."""
+    session = signed_in(base_url, key)  # one signed-in browser session, shared by every stream
+    cookies = dict(session.cookies)
+    session.close()
     async with httpx.AsyncClient(base_url=base_url, headers={"x-api-key": key}, timeout=600) as api:
         for count in (0, watchers):
             created = (await api.post("/api/v1/eval-runs", json={"dataset_id": dataset_id})).json()
             cases = created["test_cases"][:2_000]
-            streams = [asyncio.create_task(watch(base_url, key, created["run_id"]))
+            streams = [asyncio.create_task(watch(base_url, cookies, created["run_id"]))
                        for _ in range(count)]  # fmt: skip
             await asyncio.sleep(3 + count / 50)  # every stream connected and subscribed
             before = await database_work(database_url)
@@ -187,13 +244,10 @@ async def watching(
             )
 
 
-async def watch(base_url: str, key: str, run_id: str) -> int:
+async def watch(base_url: str, cookies: dict[str, str], run_id: str) -> int:
     """One browser on the run page's live stream; how many events it got before it was
     stopped."""
     events = 0
-    client = signed_in(base_url, key)
-    cookies = dict(client.cookies)
-    client.close()
     async with (
         httpx.AsyncClient(base_url=base_url, cookies=cookies, timeout=None) as browser,
         browser.stream("GET", f"/runs/{run_id}/live") as stream,
@@ -208,7 +262,8 @@ async def watch(base_url: str, key: str, run_id: str) -> int:
 
 async def database_work(database_url: str) -> tuple[int, int]:
     """Committed transactions and rows read (fetched) so far in the benchmark's database."""
-    await asyncio.sleep(2)  # backends report their statistics within a second or so
+    # An idle backend reports its statistics within PGSTAT_IDLE_INTERVAL (10 s) at the latest.
+    await asyncio.sleep(11)
     connection = await asyncpg.connect(database_url)
     try:
         await connection.execute("SELECT pg_stat_clear_snapshot()")
@@ -237,7 +292,7 @@ def main() -> None:
         try:
             with api_process(database_url, redis_url, env) as (base_url, _pid):
                 key = new_key(database_url)
-                dataset_id = pages(base_url, key, args.cases, args.rounds)
+                dataset_id = pages(base_url, key, database_url, args.cases, args.rounds)
                 asyncio.run(watching(base_url, key, database_url, dataset_id, args.watchers))
         finally:
             asyncio.run(drop_database(postgres_url, database_url))
