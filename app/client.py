@@ -60,6 +60,8 @@ class CreatedRun(msgspec.Struct, kw_only=True):
     total: int = 0
     # The run's page in the web app; None when the server has no public URL.
     web_url: str | None = None
+    gate: str = "threshold"
+    baseline_run_id: str | None = None
     test_cases: list[RunTestCase] = msgspec.field(default_factory=list)
 
 
@@ -143,6 +145,10 @@ class RunGate(msgspec.Struct, kw_only=True):
     judge: JudgeUsage = msgspec.field(default_factory=JudgeUsage)
     # The run's page in the web app; None when the server has no public URL.
     web_url: str | None = None
+    gate: str = "threshold"
+    # The run compared with, and how many cases that passed there fail now (once complete).
+    baseline_run_id: str | None = None
+    new_failures: int | None = None
 
 
 class ResultsAnswer(RunGate, kw_only=True):

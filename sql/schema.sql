@@ -141,10 +141,17 @@ CREATE TABLE eval_runs (
     judge_cache_read_tokens bigint NOT NULL DEFAULT 0,
     judge_cache_write_tokens bigint NOT NULL DEFAULT 0,
     judge_cost_usd double precision NOT NULL DEFAULT 0,
+    gate text NOT NULL DEFAULT 'threshold'::text,
+    baseline_run_id uuid,
+    new_failures integer,
     CONSTRAINT eval_runs_agent_project_fkey FOREIGN KEY (agent_id, project_id) REFERENCES agents(id, project_id) ON DELETE SET NULL (agent_id),
+    CONSTRAINT eval_runs_baseline_project_fkey FOREIGN KEY (baseline_run_id, project_id) REFERENCES eval_runs(id, project_id) ON DELETE SET NULL (baseline_run_id),
     CONSTRAINT eval_runs_counts_check CHECK (((passed <= graded) AND ((graded + no_checks) <= done) AND (done <= total) AND (errored <= done))),
     CONSTRAINT eval_runs_dataset_project_fkey FOREIGN KEY (dataset_id, project_id) REFERENCES datasets(id, project_id) ON DELETE CASCADE,
+    CONSTRAINT eval_runs_gate_check CHECK ((gate = ANY (ARRAY['threshold'::text, 'no_new_failures'::text]))),
+    CONSTRAINT eval_runs_id_project_key UNIQUE (id, project_id),
     CONSTRAINT eval_runs_mode_check CHECK ((mode = ANY (ARRAY['ci'::text, 'server'::text]))),
+    CONSTRAINT eval_runs_new_failures_check CHECK ((new_failures >= 0)),
     CONSTRAINT eval_runs_pass_threshold_check CHECK (((pass_threshold >= (0)::double precision) AND (pass_threshold <= (1)::double precision))),
     CONSTRAINT eval_runs_pkey PRIMARY KEY (id),
     CONSTRAINT eval_runs_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
@@ -207,6 +214,32 @@ CREATE TABLE run_chunks (
     CONSTRAINT run_chunks_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'queued'::text, 'running'::text, 'done'::text])))
 );
 CREATE INDEX run_chunks_active_idx ON run_chunks USING btree (state, heartbeat_at) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
+
+CREATE TABLE run_comparison_cases (
+    run_id uuid NOT NULL,
+    baseline_run_id uuid NOT NULL,
+    test_case_id uuid NOT NULL,
+    rank smallint NOT NULL,
+    seq bigint NOT NULL,
+    revision_changed boolean NOT NULL,
+    current_trial integer,
+    baseline_trial integer,
+    CONSTRAINT run_comparison_cases_pkey PRIMARY KEY (run_id, baseline_run_id, test_case_id),
+    CONSTRAINT run_comparison_cases_run_id_baseline_run_id_fkey FOREIGN KEY (run_id, baseline_run_id) REFERENCES run_comparisons(run_id, baseline_run_id) ON DELETE CASCADE
+);
+CREATE INDEX run_comparison_cases_order_idx ON run_comparison_cases USING btree (run_id, baseline_run_id, rank, seq);
+
+CREATE TABLE run_comparisons (
+    run_id uuid NOT NULL,
+    baseline_run_id uuid NOT NULL,
+    counts jsonb NOT NULL,
+    new_failures integer NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT run_comparisons_baseline_run_id_fkey FOREIGN KEY (baseline_run_id) REFERENCES eval_runs(id) ON DELETE CASCADE,
+    CONSTRAINT run_comparisons_pkey PRIMARY KEY (run_id, baseline_run_id),
+    CONSTRAINT run_comparisons_run_id_fkey FOREIGN KEY (run_id) REFERENCES eval_runs(id) ON DELETE CASCADE
+);
+CREATE INDEX run_comparisons_baseline_idx ON run_comparisons USING btree (baseline_run_id);
 
 CREATE TABLE schema_migrations (
     name text NOT NULL,

@@ -32,6 +32,7 @@ from litestar.openapi.spec import (
 from litestar.openapi.spec.enums import OpenAPIType
 
 import app.api
+from app.api.comparisons import COMPARE_CURSOR, MAX_COMPARED
 from app.api.openapi_examples import BODY_EXAMPLES, IMPORT_EXAMPLE
 from app.api.pagination import CURSOR_PATTERN, MAX_LIMIT
 from app.api.problems import PROBLEM_JSON, Problem
@@ -82,6 +83,7 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "runEvents": (404,),
     "cancelRun": (404,),
     "listRunResults": (404, 422),
+    "compareRuns": (404, 409, 422),
     "postRunResults": (*_BODY, 404, 409),
     "getJudgeSettings": (),
     "updateJudgeSettings": _BODY,
@@ -116,7 +118,7 @@ LINKS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "createRun": (
         "run_id",
         "$response.body#/run_id",
-        ("getRun", "runEvents", "cancelRun", "listRunResults"),
+        ("getRun", "runEvents", "cancelRun", "listRunResults", "compareRuns"),
     ),
 }
 
@@ -160,8 +162,10 @@ def _complete_operation(path: str, method: str, operation: Operation) -> None:
     _SPECIAL.get(operation.operation_id or "", _nothing)(operation, responses)
     _add_links(operation.operation_id or "", responses)
     _add_example(operation)
+    own = _OPERATION_PARAMETERS.get(operation.operation_id or "", {})
     for parameter in operation.parameters or []:
-        exact = _PARAMETERS.get(getattr(parameter, "name", ""))
+        name = getattr(parameter, "name", "")
+        exact = own.get(name) or _PARAMETERS.get(name)
         if exact is not None:
             parameter.schema = exact  # type: ignore[union-attr]
     operation.responses = responses
@@ -267,6 +271,13 @@ _PARAMETERS = {
     "limit": Schema(type=OpenAPIType.INTEGER, minimum=1, maximum=MAX_LIMIT, default=50),
     "cursor": Schema(type=OpenAPIType.STRING, pattern=CURSOR_PATTERN),
     "wait_s": Schema(type=OpenAPIType.NUMBER, minimum=0, maximum=120, default=0),
+}
+# An operation whose pages are not the usual ones.
+_OPERATION_PARAMETERS = {
+    "compareRuns": {
+        "limit": Schema(type=OpenAPIType.INTEGER, minimum=1, maximum=MAX_COMPARED, default=50),
+        "cursor": Schema(type=OpenAPIType.STRING, pattern=COMPARE_CURSOR.pattern),
+    },
 }
 
 

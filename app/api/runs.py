@@ -18,7 +18,7 @@ from app.domain import runs as domain
 from app.domain.checks import Check
 from app.domain.datasets import Dataset
 from app.domain.test_cases import CaseInput, EvaluationType, PinnedCase
-from app.errors import FieldError, NotFound
+from app.errors import FieldError, InvalidInput, NotFound
 from app.grading import plan_case
 from app.services import runs, start_run
 from app.services.platform import Platform
@@ -62,6 +62,12 @@ class RunCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     labels: dict[str, Annotated[str, msgspec.Meta(max_length=500)]] | None = None
     # false: ask the AI judge afresh even for a request it has answered before.
     judge_cache: bool = True
+    # "threshold": the pass rate decides; "no_new_failures": only a case that passed in the
+    # baseline and fails now fails the gate.
+    gate: domain.RunGate = "threshold"
+    # A completed run of the same dataset; without it the newest completed run whose gate
+    # passed, else the newest completed one, else none.
+    baseline_run_id: str | None = None
 
 
 class RunTestCase(msgspec.Struct, kw_only=True):
@@ -117,6 +123,11 @@ class RunGate(msgspec.Struct, kw_only=True):
     counts: Counts
     judge: JudgeUsage
     web_url: WebUrl
+    gate: domain.RunGate
+    # The run this one is compared with, fixed when it was created; null when none.
+    baseline_run_id: str | None
+    # Cases that passed in the baseline and do not pass now; null until the run completes.
+    new_failures: int | None
 
 
 class Run(RunGate, kw_only=True):
@@ -147,6 +158,8 @@ class CreatedCiRun(msgspec.Struct, kw_only=True):
     pass_threshold: float
     total: int
     web_url: WebUrl
+    gate: domain.RunGate
+    baseline_run_id: str | None
     test_cases: list[RunTestCase]
 
 
@@ -192,6 +205,9 @@ def gate_fields(run: domain.Run, public_url: str | None) -> dict[str, Any]:
             stopped=run.judge_stopped,
         ),
         "web_url": run_web_url(public_url, run.id),
+        "gate": run.gate,
+        "baseline_run_id": None if run.baseline_run_id is None else str(run.baseline_run_id),
+        "new_failures": run.new_failures,
     }
 
 
@@ -243,6 +259,8 @@ async def _ci_run_body(
             pass_threshold=run.pass_threshold,
             total=run.total,
             web_url=run_web_url(platform.settings.public_url, run.id),
+            gate=run.gate,
+            baseline_run_id=None if run.baseline_run_id is None else str(run.baseline_run_id),
             test_cases=[],
         )
     )
@@ -298,7 +316,23 @@ def _new_run(data: RunCreate) -> start_run.NewRun:
         concurrency=data.concurrency,
         labels=data.labels,
         judge_cache=data.judge_cache,
+        gate=data.gate,
+        baseline_run_id=_baseline_id(data.baseline_run_id),
     )
+
+
+def _baseline_id(raw: str | None) -> UUID | None:
+    """The baseline the body names; an id of no run's shape is refused as any unknown run is
+    (by the service: a 422 naming the field)."""
+    if raw is None:
+        return None
+    try:
+        return UUID(raw)
+    except ValueError:
+        detail = start_run.BAD_BASELINE
+        raise InvalidInput(
+            detail, [FieldError(pointer="/baseline_run_id", detail=detail)]
+        ) from None
 
 
 class RunController(Controller):

@@ -210,6 +210,43 @@ async def get_result(
     return None if row is None else _stored(row)
 
 
+_BY_KEYS = """
+SELECT r.* FROM unnest($2::uuid[], $3::int[]) AS k(test_case_id, trial)
+JOIN case_results r ON r.run_id = $1 AND r.test_case_id = k.test_case_id AND r.trial = k.trial
+"""
+
+
+async def results_by_key(
+    executor: Executor, run_id: UUID, keys: list[tuple[UUID, int]]
+) -> dict[tuple[UUID, int], StoredResult]:
+    """These (case, trial) results of the run, by key (those it lacks are absent)."""
+    if not keys:
+        return {}
+    cases, trials = zip(*keys, strict=True)
+    rows = await executor.fetch(_BY_KEYS, run_id, list(cases), list(trials))
+    return {(row["test_case_id"], row["trial"]): _stored(row) for row in rows}
+
+
+_FIRST_TRIALS = """
+SELECT * FROM case_results WHERE run_id = $1 AND trial = 1 AND seq > $2 ORDER BY seq LIMIT $3
+"""
+_CASES = "SELECT count(*) FROM case_results WHERE run_id = $1 AND trial = 1"
+
+
+async def first_trials(
+    executor: Executor, run_id: UUID, after_seq: int, limit: int
+) -> list[StoredResult]:
+    """A page of the run's first-trial results, in the order they arrived."""
+    rows = await executor.fetch(_FIRST_TRIALS, run_id, after_seq, limit)
+    return [_stored(row) for row in rows]
+
+
+async def count_cases(executor: Executor, run_id: UUID) -> int:
+    """How many cases have a (first-trial) result in the run."""
+    count: int = await executor.fetchval(_CASES, run_id)
+    return count
+
+
 async def lock_pending(
     connection: Connection, run_id: UUID, seqs: Sequence[int]
 ) -> list[AwaitingJudge]:

@@ -9,10 +9,11 @@ from uuid import UUID
 import asyncpg
 import msgspec
 
+from app.db import comparisons
 from app.db.pool import Connection, Executor
 from app.db.test_cases import content_of
 from app.domain.results import Gate
-from app.domain.runs import Counters, Run, RunMode, RunStatus
+from app.domain.runs import Counters, Run, RunGate, RunMode, RunStatus
 from app.domain.test_cases import PinnedCase
 from app.grading import run_gate, settled_status
 from app.off_loop import off_loop_when_many
@@ -37,6 +38,8 @@ class RunInsert(msgspec.Struct, frozen=True, kw_only=True):
     agent_id: UUID | None
     concurrency: int | None
     judge_use_cache: bool
+    gate: RunGate
+    baseline_run_id: UUID | None
 
 
 _INSERT = f"""
@@ -84,6 +87,23 @@ WHERE project_id = (SELECT id FROM held) AND mode = 'server'
 _SET_CHUNK_SIZE = "UPDATE eval_runs SET chunk_size = $2 WHERE id = $1"
 
 _BY_ID = f"SELECT {RUN_COLUMNS} FROM eval_runs WHERE id = $1"
+
+# The newest completed run of the dataset whose gate passed, else the newest completed one.
+_CHOOSE_BASELINE = """
+SELECT id FROM eval_runs
+WHERE project_id = $1 AND dataset_id = $2 AND status = 'completed'
+ORDER BY ci_pass DESC, seq DESC
+LIMIT 1
+"""
+
+_COMPLETED_RUN_OF = """
+SELECT EXISTS (SELECT 1 FROM eval_runs
+               WHERE project_id = $1 AND dataset_id = $2 AND id = $3 AND status = 'completed')
+"""
+
+_SET_NEW_FAILURES = f"""
+UPDATE eval_runs SET new_failures = $2 WHERE id = $1 RETURNING {RUN_COLUMNS}
+"""
 
 _LOCK_BY_ID = f"SELECT {RUN_COLUMNS} FROM eval_runs WHERE id = $1 FOR UPDATE"
 
@@ -213,6 +233,22 @@ async def pin_cases(
     return _run(await connection.fetchrow(_SET_TOTAL, run_id, int(status.split()[-1])))
 
 
+async def choose_baseline(
+    connection: Connection, project_id: UUID, dataset_id: UUID
+) -> UUID | None:
+    """The baseline a new run of the dataset gets when it names none."""
+    found: UUID | None = await connection.fetchval(_CHOOSE_BASELINE, project_id, dataset_id)
+    return found
+
+
+async def is_completed_run_of(
+    connection: Connection, project_id: UUID, dataset_id: UUID, run_id: UUID
+) -> bool:
+    """Whether the run is a completed run of the dataset, in the project."""
+    found: bool = await connection.fetchval(_COMPLETED_RUN_OF, project_id, dataset_id, run_id)
+    return found
+
+
 async def lock_active_server_runs(connection: Connection, project_id: UUID) -> int:
     """How many server-mode runs of the project are going on, the project held until commit."""
     count: int = await connection.fetchval(_ACTIVE_SERVER_RUNS, project_id)
@@ -339,5 +375,20 @@ async def set_verdict(connection: Connection, run_id: UUID, status: str, gate: G
 
 
 async def store_gate(connection: Connection, run: Run) -> Run:
-    """Recompute the gate from the counters; a run with every result in is completed."""
-    return await set_verdict(connection, run.id, settled_status(run), run_gate(run))
+    """Recompute the gate from the counters; a run with every result in is completed, and then
+    compared with its baseline (its new failures are what a no_new_failures gate decides on)."""
+    status = settled_status(run)
+    if status == "completed":
+        run = await _compare_with_baseline(connection, run)
+    return await set_verdict(connection, run.id, status, run_gate(run))
+
+
+async def _compare_with_baseline(connection: Connection, run: Run) -> Run:
+    """Count the run's new failures against its baseline (none without one). Comparisons kept
+    of the run, either side, are dropped first: its results have just changed."""
+    await comparisons.forget_comparisons(connection, run.id)
+    new_failures = 0
+    if run.baseline_run_id is not None:
+        compared = await comparisons.compare(connection, run.id, run.baseline_run_id)
+        new_failures = compared.new_failures
+    return _run(await connection.fetchrow(_SET_NEW_FAILURES, run.id, new_failures))

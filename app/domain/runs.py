@@ -15,6 +15,7 @@ RunStatus = Literal[
     "queued", "running", "awaiting_results", "grading", "completed", "cancelled", "failed"
 ]
 RunMode = Literal["ci", "server"]
+RunGate = Literal["threshold", "no_new_failures"]
 FINAL_STATUSES: frozenset[str] = frozenset({"completed", "cancelled", "failed"})
 # Items (agent calls) per chunk at most: large enough to amortise a chunk's queries, small
 # enough that a worker dying mid-chunk redoes little and a chunk's slowest call holds up few.
@@ -68,6 +69,13 @@ class Run(msgspec.Struct, frozen=True, kw_only=True):
     judge_cache_read_tokens: int
     judge_cache_write_tokens: int
     judge_cost_usd: float
+    # "threshold": the pass rate decides; "no_new_failures": a case that passed in the baseline
+    # and fails now does.
+    gate: RunGate = "threshold"
+    # The run this one is compared with, fixed when it was created; None when it has none.
+    baseline_run_id: UUID | None = None
+    # Cases that passed in the baseline and do not pass now, counted when the run completed.
+    new_failures: int | None = None
 
     @property
     def is_final(self) -> bool:

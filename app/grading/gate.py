@@ -68,6 +68,8 @@ def percentages(rate: float, threshold: float) -> tuple[str, str]:
 def run_gate(run: Run) -> Gate:
     """The gate of a stored run as it stands: never a pass while verdicts are awaited."""
     gate = decide_gate(run.counts(), run.pass_threshold)
+    if run.gate == "no_new_failures":
+        gate = _no_new_failures(run, gate)
     waiting = run.judge_pending
     # Missing results are the more basic reason; say that one while it holds.
     if not waiting or run.done < run.total:
@@ -75,6 +77,25 @@ def run_gate(run: Run) -> Gate:
     noun = "case waits" if waiting == 1 else "cases wait"
     reason = f"The AI judge has not finished: {waiting} {noun} for verdicts."
     return Gate(pass_rate=gate.pass_rate, ci_pass=False, ci_fail_reason=reason)
+
+
+def _no_new_failures(run: Run, by_threshold: Gate) -> Gate:
+    """The gate of a run that fails only on new failures: still never a pass while results are
+    missing or nothing was graded, but a pass rate under the threshold does not fail it."""
+    counts = run.counts()
+    if counts.total - counts.done or by_threshold.pass_rate is None:
+        return by_threshold
+    if run.new_failures is None:
+        reason = "The run has not been compared with its baseline yet."
+        return Gate(pass_rate=by_threshold.pass_rate, ci_pass=False, ci_fail_reason=reason)
+    if run.new_failures:
+        verb = "passes" if run.new_failures == 1 else "pass"
+        reason = (
+            f"{count_noun(run.new_failures, 'case')} that passed in the baseline run no longer "
+            f"{verb}."
+        )
+        return Gate(pass_rate=by_threshold.pass_rate, ci_pass=False, ci_fail_reason=reason)
+    return Gate(pass_rate=by_threshold.pass_rate, ci_pass=True, ci_fail_reason=None)
 
 
 def settled_status(run: Run) -> RunStatus:

@@ -22,7 +22,7 @@ from app.db import runs as run_rows
 from app.db.pool import Connection
 from app.db.runs import RunInsert
 from app.domain.datasets import Dataset
-from app.domain.runs import MAX_CHUNK_SIZE, ChunkRef, Run
+from app.domain.runs import MAX_CHUNK_SIZE, ChunkRef, Run, RunGate
 from app.domain.stored_text import refuse_nul
 from app.domain.test_cases import PinnedCase
 from app.errors import Conflict, FieldError, InvalidInput, NotFound, TooManyRequests
@@ -30,6 +30,7 @@ from app.queue import enqueue_quietly
 from app.services.platform import Platform
 
 DEFAULT_CONCURRENCY = 50
+BAD_BASELINE = "The baseline must be a completed run of the same dataset, in your project."
 
 
 class NewRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -43,6 +44,9 @@ class NewRun(msgspec.Struct, frozen=True, kw_only=True):
     labels: dict[str, str] | None = None
     # False: ask the judge afresh even when an identical request has a cached verdict.
     judge_cache: bool = True
+    gate: RunGate = "threshold"
+    # The run to compare with; None: chosen when the run is created (see choose_baseline).
+    baseline_run_id: UUID | None = None
 
 
 class StartedRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -102,7 +106,10 @@ async def _start_ci_run(
         raise InvalidInput(detail, [FieldError(pointer="/trials", detail=detail)])
     async with platform.pool.acquire() as connection, connection.transaction():
         dataset = await _dataset_to_run(connection, project_id, request.dataset_id)
-        values = _insert_values(project_id, request, idempotency_key, concurrency=None)
+        baseline = await _baseline(connection, project_id, request)
+        values = _insert_values(
+            project_id, request, idempotency_key, concurrency=None, baseline=baseline
+        )
         run = await run_rows.insert_run(connection, values)
         if run is None:
             return await _replay(connection, project_id, idempotency_key, request, dataset)
@@ -125,7 +132,10 @@ async def _start_server_run(
         concurrency = request.concurrency or min(
             DEFAULT_CONCURRENCY, agent_limit or DEFAULT_CONCURRENCY
         )
-        values = _insert_values(project_id, request, idempotency_key, concurrency=concurrency)
+        baseline = await _baseline(connection, project_id, request)
+        values = _insert_values(
+            project_id, request, idempotency_key, concurrency=concurrency, baseline=baseline
+        )
         run = await run_rows.insert_run(connection, values)
         if run is None:
             return await _replay(connection, project_id, idempotency_key, request, dataset)
@@ -155,8 +165,27 @@ async def _check_active_runs(platform: Platform, connection: Connection, project
         )
 
 
+async def _baseline(connection: Connection, project_id: UUID, request: NewRun) -> UUID | None:
+    """The run the new one is compared with: the one asked for, which must be a completed run
+    of the same dataset; else the newest completed run of the dataset whose gate passed, else
+    the newest completed one, else none."""
+    if request.baseline_run_id is None:
+        return await run_rows.choose_baseline(connection, project_id, request.dataset_id)
+    if not await run_rows.is_completed_run_of(
+        connection, project_id, request.dataset_id, request.baseline_run_id
+    ):
+        detail = BAD_BASELINE
+        raise InvalidInput(detail, [FieldError(pointer="/baseline_run_id", detail=detail)])
+    return request.baseline_run_id
+
+
 def _insert_values(
-    project_id: UUID, request: NewRun, idempotency_key: str | None, *, concurrency: int | None
+    project_id: UUID,
+    request: NewRun,
+    idempotency_key: str | None,
+    *,
+    concurrency: int | None,
+    baseline: UUID | None,
 ) -> RunInsert:
     server_mode = request.agent_id is not None
     return RunInsert(
@@ -166,6 +195,7 @@ def _insert_values(
         pass_threshold=request.pass_threshold, trials=request.trials, labels=request.labels,
         idempotency_key=idempotency_key, request_hash=request_hash(request),
         agent_id=request.agent_id, concurrency=concurrency, judge_use_cache=request.judge_cache,
+        gate=request.gate, baseline_run_id=baseline,
     )  # fmt: skip
 
 

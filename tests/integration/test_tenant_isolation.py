@@ -263,6 +263,8 @@ def run_routes(run: str) -> list[Route]:
         Route("GET", f"{path}/events"),
         Route("GET", f"{path}/results"),
         Route("GET", f"{path}/results?outcome=passed&limit=10"),
+        Route("GET", f"{path}/compare"),
+        Route("GET", f"{path}/compare?bucket=new_case&limit=5"),
         Route("POST", f"{path}/cancel"),
     ]
 

@@ -6,6 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import pytest
 
 from app.domain.results import Gate, RunCounts
@@ -234,3 +235,42 @@ def test_a_run_without_awaited_verdicts_has_the_counters_gate() -> None:
 )
 def test_settled_status(run: Run, status: str) -> None:
     assert settled_status(run) == status
+
+
+def gated_run(new_failures: int | None, **counters: int) -> Run:
+    """A stored run with the no_new_failures gate and this many new failures counted."""
+    run = stored_run(**counters)
+    return msgspec.structs.replace(run, gate="no_new_failures", new_failures=new_failures)
+
+
+@pytest.mark.parametrize(
+    ("run", "ci_pass", "reason"),
+    [
+        pytest.param(gated_run(0, passed=4), True, None, id="below-threshold-but-nothing-new"),
+        pytest.param(
+            gated_run(1, passed=9), False,
+            "1 case that passed in the baseline run no longer passes.", id="one-new-failure",
+        ),
+        pytest.param(
+            gated_run(3, passed=7), False,
+            "3 cases that passed in the baseline run no longer pass.", id="new-failures",
+        ),
+        pytest.param(
+            gated_run(None), False, "The run has not been compared with its baseline yet.",
+            id="not-compared-yet",
+        ),
+        pytest.param(
+            gated_run(0, done=9, graded=9, passed=9), False,
+            "Not every test case has a result: 1 of 10 cases has no result yet.",
+            id="results-missing",
+        ),
+        pytest.param(
+            gated_run(0, graded=0, passed=0, no_checks=10), False,
+            "No test case was graded: 10 cases have no checks.", id="nothing-graded",
+        ),
+    ],
+)  # fmt: skip
+def test_the_no_new_failures_gate(run: Run, ci_pass: bool, reason: str | None) -> None:
+    gate = run_gate(run)
+    assert (gate.ci_pass, gate.ci_fail_reason) == (ci_pass, reason)
+    assert gate.pass_rate == (run.passed / run.graded if run.graded else None)

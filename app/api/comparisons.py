@@ -1,0 +1,144 @@
+"""/api/v1/eval-runs/{id}/compare: a run against a baseline run, case by case."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+from uuid import UUID
+
+import msgspec
+from litestar import Controller, get
+from litestar.params import FromPath, FromQuery, QueryParameter
+
+from app.api.auth import PlatformDep, ProjectId
+from app.api.pagination import parse_id
+from app.api.run_results import MAX_PAGE_BYTES, StoredResult, stored_result_out
+from app.domain.comparisons import BUCKETS, Bucket, ComparedCase
+from app.errors import FieldError, InvalidInput
+from app.services import comparisons
+
+MAX_COMPARED = 200
+COMPARE_CURSOR = re.compile(r"^([1-7])\.(\d{1,18})$")
+CompareLimit = Annotated[
+    int, QueryParameter(ge=1, le=MAX_COMPARED, description="Cases per page (both results each).")
+]
+CompareCursor = Annotated[
+    str | None,
+    QueryParameter(
+        pattern=COMPARE_CURSOR.pattern, description="The next_cursor of the previous page."
+    ),
+]
+BaselineParameter = Annotated[
+    UUID | None,
+    QueryParameter(description="A run of the same dataset; default: the run's own."),
+]
+_encoder = msgspec.json.Encoder()
+
+
+class BucketCounts(msgspec.Struct, kw_only=True):
+    """How many cases fall in each bucket."""
+
+    new_failure: int
+    fixed: int
+    still_failing: int
+    still_passing: int
+    new_case: int
+    removed_case: int
+    flaky: int
+
+
+class ComparedCaseOut(msgspec.Struct, kw_only=True):
+    """One case in both runs: its bucket, the checks whose verdict changed, and both results
+    (null on the side that has none; with several trials, the first that did not pass)."""
+
+    test_case_id: str
+    bucket: Bucket
+    changed_checks: list[str]
+    # The case was edited between the runs: a new failure may be a changed check, not a
+    # changed agent.
+    revision_changed: bool
+    current: StoredResult | None
+    baseline: StoredResult | None
+
+
+class ComparisonOut(msgspec.Struct, kw_only=True):
+    """A run compared with a baseline: bucket counts, and a page of cases, new failures first."""
+
+    run_id: str
+    baseline_run_id: str | None
+    counts: BucketCounts
+    items: list[ComparedCaseOut]
+    next_cursor: str | None
+
+
+class ComparisonController(Controller):
+    """Comparing runs."""
+
+    path = "/eval-runs/{run_id:str}/compare"
+    tags = ("runs",)
+
+    @get(operation_id="compareRuns")
+    async def compare(
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        run_id: FromPath[str],
+        baseline: BaselineParameter = None,
+        bucket: FromQuery[Bucket | None] = None,
+        limit: CompareLimit = 50,
+        cursor: CompareCursor = None,
+    ) -> ComparisonOut:
+        """The run against its baseline (or another run of its dataset): how many cases are new
+        failures, fixed, still failing, ... and the cases a page at a time, new failures first.
+        Both runs must have ended; a page stops short of 8 MiB."""
+        page = await comparisons.compare_runs(
+            platform, project_id, parse_id(run_id, "run"), baseline, bucket,
+            _after(cursor), limit,
+        )  # fmt: skip
+        items, cut_after = _items_within_bytes(page.cases)
+        after = cut_after or page.after
+        return ComparisonOut(
+            run_id=str(page.run.id),
+            baseline_run_id=None if page.baseline is None else str(page.baseline.id),
+            counts=BucketCounts(**page.counts),
+            items=items,
+            next_cursor=None if after is None else f"{after[0]}.{after[1]}",
+        )
+
+
+def _items_within_bytes(
+    cases: list[ComparedCase],
+) -> tuple[list[ComparedCaseOut], tuple[int, int] | None]:
+    """The cases as the API shows them, stopping before MAX_PAGE_BYTES; where to go on from
+    when the page was cut (None: it was not)."""
+    items: list[ComparedCaseOut] = []
+    size = 0
+    for case in cases:
+        item = _out(case)
+        size += len(_encoder.encode(item))
+        if items and size > MAX_PAGE_BYTES:
+            last = items[-1]
+            return items, (BUCKETS.index(last.bucket) + 1, cases[len(items) - 1].row.seq)
+        items.append(item)
+    return items, None
+
+
+def _out(case: ComparedCase) -> ComparedCaseOut:
+    return ComparedCaseOut(
+        test_case_id=str(case.row.test_case_id),
+        bucket=case.row.bucket,
+        changed_checks=case.changed_checks,
+        revision_changed=case.row.revision_changed,
+        current=None if case.current is None else stored_result_out(case.current),
+        baseline=None if case.baseline is None else stored_result_out(case.baseline),
+    )
+
+
+def _after(cursor: str | None) -> tuple[int, int]:
+    if not cursor:
+        return (0, 0)
+    found = COMPARE_CURSOR.match(cursor)
+    if found is None:
+        problem = FieldError(parameter="cursor", detail="Use the next_cursor of the previous page.")
+        raise InvalidInput("The cursor is not valid.", [problem])
+    return int(found[1]), int(found[2])

@@ -1,0 +1,137 @@
+"""Comparisons of a run with a baseline, computed in one statement over both runs' results and
+kept: a 100,000-case comparison is read a page at a time through an index, never recomputed.
+
+A case passes in a run when every one of its trials passed; its trials disagree (flaky) when
+some passed and some did not. A case with no result in one of the runs is new, or removed.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import asyncpg
+
+from app.db.pool import Connection, Executor
+from app.domain.comparisons import BUCKETS, Bucket, ComparedRow, Comparison, rank_of
+
+_START = """
+INSERT INTO run_comparisons (run_id, baseline_run_id, counts, new_failures)
+VALUES ($1, $2, '{}', 0)
+ON CONFLICT DO NOTHING
+RETURNING run_id
+"""
+
+_PER_CASE = """
+SELECT test_case_id,
+       bool_and(outcome = 'passed') AS passed,
+       bool_or(outcome = 'passed') AS some_passed,
+       min(seq) AS seq,
+       min(revision_id::text) AS revision_id,
+       (array_agg(trial ORDER BY outcome = 'passed', trial))[1] AS shown_trial
+FROM case_results WHERE run_id = {run} GROUP BY test_case_id
+"""
+
+# Ranks are the places in BUCKETS: 1 new_failure, 2 still_failing, 3 flaky, 4 new_case,
+# 5 fixed, 6 removed_case, 7 still_passing.
+_COMPARE = f"""
+WITH cur AS ({_PER_CASE.format(run="$1")}),
+     base AS ({_PER_CASE.format(run="$2")}),
+     compared AS (
+    SELECT coalesce(c.test_case_id, b.test_case_id) AS test_case_id,
+           CASE WHEN b.test_case_id IS NULL THEN 4
+                WHEN c.test_case_id IS NULL THEN 6
+                WHEN c.some_passed AND NOT c.passed THEN 3
+                WHEN b.passed AND NOT c.passed THEN 1
+                WHEN c.passed AND NOT b.passed THEN 5
+                WHEN c.passed THEN 7
+                ELSE 2 END AS rank,
+           coalesce(c.seq, b.seq) AS seq,
+           coalesce(c.revision_id <> b.revision_id, false) AS revision_changed,
+           c.shown_trial AS current_trial, b.shown_trial AS baseline_trial,
+           coalesce(b.passed AND NOT c.passed, false) AS newly_failing
+    FROM cur c FULL JOIN base b USING (test_case_id)
+), stored AS (
+    INSERT INTO run_comparison_cases (run_id, baseline_run_id, test_case_id, rank, seq,
+                                      revision_changed, current_trial, baseline_trial)
+    SELECT $1, $2, test_case_id, rank, seq, revision_changed, current_trial, baseline_trial
+    FROM compared
+)
+SELECT rank, count(*) AS cases, count(*) FILTER (WHERE newly_failing) AS newly_failing
+FROM compared GROUP BY rank
+"""
+
+_FINISH = """
+UPDATE run_comparisons SET counts = $3, new_failures = $4
+WHERE run_id = $1 AND baseline_run_id = $2
+"""
+
+_FORGET = "DELETE FROM run_comparisons WHERE run_id = $1 OR baseline_run_id = $1"
+
+_GET = """
+SELECT run_id, baseline_run_id, counts, new_failures FROM run_comparisons
+WHERE run_id = $1 AND baseline_run_id = $2
+"""
+
+_PAGE = """
+SELECT test_case_id, rank, seq, revision_changed, current_trial, baseline_trial
+FROM run_comparison_cases
+WHERE run_id = $1 AND baseline_run_id = $2 AND rank = ANY($3::smallint[]) AND (rank, seq) > ($4, $5)
+ORDER BY rank, seq
+LIMIT $6
+"""
+
+
+async def compare(connection: Connection, run_id: UUID, baseline_run_id: UUID) -> Comparison:
+    """The comparison of two ended runs: computed and kept the first time, read after that.
+    Two requests at once compute it once (the second waits on the first's insert)."""
+    if await connection.fetchval(_START, run_id, baseline_run_id) is not None:
+        rows = await connection.fetch(_COMPARE, run_id, baseline_run_id)
+        counts = {BUCKETS[row["rank"] - 1]: row["cases"] for row in rows}
+        new_failures = sum(row["newly_failing"] for row in rows)
+        await connection.execute(_FINISH, run_id, baseline_run_id, counts, new_failures)
+    found = await get_comparison(connection, run_id, baseline_run_id)
+    assert found is not None
+    return found
+
+
+async def forget_comparisons(connection: Connection, run_id: UUID) -> None:
+    """Drop every kept comparison the run is part of (its results changed)."""
+    await connection.execute(_FORGET, run_id)
+
+
+async def get_comparison(
+    executor: Executor, run_id: UUID, baseline_run_id: UUID
+) -> Comparison | None:
+    """A kept comparison, or None."""
+    row = await executor.fetchrow(_GET, run_id, baseline_run_id)
+    return None if row is None else _comparison(row)
+
+
+async def compared_page(
+    executor: Executor,
+    run_id: UUID,
+    baseline_run_id: UUID,
+    buckets: tuple[Bucket, ...],
+    after: tuple[int, int],
+    limit: int,
+) -> list[ComparedRow]:
+    """A page of the compared cases in these buckets, after (rank, seq), in listing order."""
+    ranks = [rank_of(bucket) for bucket in buckets]
+    rows = await executor.fetch(_PAGE, run_id, baseline_run_id, ranks, *after, limit)
+    return [_row(row) for row in rows]
+
+
+def _comparison(row: asyncpg.Record) -> Comparison:
+    counts = {bucket: int(row["counts"].get(bucket, 0)) for bucket in BUCKETS}
+    return Comparison(
+        run_id=row["run_id"], baseline_run_id=row["baseline_run_id"], counts=counts,
+        new_failures=row["new_failures"],
+    )  # fmt: skip
+
+
+def _row(row: asyncpg.Record) -> ComparedRow:
+    return ComparedRow(
+        test_case_id=row["test_case_id"], bucket=BUCKETS[row["rank"] - 1], seq=row["seq"],
+        revision_changed=row["revision_changed"], current_trial=row["current_trial"],
+        baseline_trial=row["baseline_trial"],
+    )  # fmt: skip
