@@ -20,7 +20,7 @@ from app.agents import AgentClient
 from app.api.agents import AgentController
 from app.api.allowed_methods import AllowEveryMethod
 from app.api.auth import provide_platform, provide_project_id, require_api_key
-from app.api.comparisons import ComparisonController
+from app.api.comparisons import ComparisonController, FlakyController
 from app.api.datasets import DatasetController
 from app.api.demo_agent import demo_agent
 from app.api.health import health, ready
@@ -140,6 +140,7 @@ def api_router() -> Router:
             PreviewController,
             RunResultsController,
             ComparisonController,
+            FlakyController,
             PostedResultsController,
             JudgeSettingsController,
         ],

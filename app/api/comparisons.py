@@ -13,11 +13,14 @@ from litestar.params import FromPath, FromQuery, QueryParameter
 from app.api.auth import PlatformDep, ProjectId
 from app.api.pagination import parse_id
 from app.api.run_results import MAX_PAGE_BYTES, StoredResult, stored_result_out
-from app.domain.comparisons import BUCKETS, Bucket, ComparedCase
+from app.domain.comparisons import BUCKETS, Bucket, ComparedCase, FlakyCase
 from app.errors import FieldError, InvalidInput
 from app.services import comparisons
 
 MAX_COMPARED = 200
+# A flaky case is told by its last runs: enough to see flips, few enough to read fast.
+DEFAULT_RECENT_RUNS = 10
+MAX_RECENT_RUNS = 50
 COMPARE_CURSOR = re.compile(r"^([1-7])\.(\d{1,18})$")
 CompareLimit = Annotated[
     int, QueryParameter(ge=1, le=MAX_COMPARED, description="Cases per page (both results each).")
@@ -142,3 +145,62 @@ def _after(cursor: str | None) -> tuple[int, int]:
         problem = FieldError(parameter="cursor", detail="Use the next_cursor of the previous page.")
         raise InvalidInput("The cursor is not valid.", [problem])
     return int(found[1]), int(found[2])
+
+
+RecentRuns = Annotated[
+    int, QueryParameter(ge=2, le=MAX_RECENT_RUNS, description="Completed runs to look back on.")
+]
+FlakyLimit = Annotated[int, QueryParameter(ge=1, le=1000, description="Cases to list at most.")]
+
+
+class FlakyCaseOut(msgspec.Struct, kw_only=True):
+    """A case whose verdict flipped with no change to the case or the agent."""
+
+    test_case_id: str
+    # Runs that graded the case as it is now, how many it passed, and how many flipped.
+    runs: int
+    passed: int
+    flips: int
+    flip_rate: float
+
+
+class FlakyCases(msgspec.Struct, kw_only=True):
+    """A dataset's flakiest cases over its recent completed runs, flakiest first."""
+
+    dataset_id: str
+    runs: int
+    items: list[FlakyCaseOut]
+
+
+class FlakyController(Controller):
+    """Cases that flip between runs."""
+
+    path = "/datasets/{dataset_id:str}/flaky"
+    tags = ("datasets",)
+
+    @get(operation_id="listFlakyCases")
+    async def flaky(
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        dataset_id: FromPath[str],
+        runs: RecentRuns = DEFAULT_RECENT_RUNS,
+        limit: FlakyLimit = 100,
+    ) -> FlakyCases:
+        """Cases whose verdict flipped across the dataset's last `runs` completed runs (or whose
+        trials disagreed in one), the case and the agent unchanged, with their flip rate."""
+        found = await comparisons.flaky_cases(
+            platform, project_id, parse_id(dataset_id, "dataset"), runs, limit
+        )
+        return FlakyCases(
+            dataset_id=dataset_id,
+            runs=runs,
+            items=[_flaky_out(case) for case in found],
+        )
+
+
+def _flaky_out(case: FlakyCase) -> FlakyCaseOut:
+    return FlakyCaseOut(
+        test_case_id=str(case.test_case_id), runs=case.runs, passed=case.passed, flips=case.flips,
+        flip_rate=round(case.flip_rate, 4),
+    )  # fmt: skip

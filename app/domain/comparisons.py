@@ -63,3 +63,20 @@ class ComparedCase(msgspec.Struct, frozen=True, kw_only=True):
         return [
             check for check in dict.fromkeys([*now, *before]) if now.get(check) != before.get(check)
         ]
+
+
+class FlakyCase(msgspec.Struct, frozen=True, kw_only=True):
+    """A case whose verdict flipped across a dataset's recent runs, the case and agent unchanged."""
+
+    test_case_id: UUID
+    # Runs that graded the case at its current revision, and in how many it passed.
+    runs: int
+    passed: int
+    # Runs whose verdict differs from the run before (with the same agent), or whose trials
+    # disagree.
+    flips: int
+
+    @property
+    def flip_rate(self) -> float:
+        """Flips per run."""
+        return self.flips / self.runs

@@ -9,10 +9,19 @@ import msgspec
 
 from app.db import case_results
 from app.db import comparisons as comparison_rows
+from app.db import flaky_cases as flaky_rows
 from app.domain.case_results import StoredResult
-from app.domain.comparisons import BUCKETS, Bucket, ComparedCase, ComparedRow, Comparison
+from app.domain.comparisons import (
+    BUCKETS,
+    Bucket,
+    ComparedCase,
+    ComparedRow,
+    Comparison,
+    FlakyCase,
+)
 from app.domain.runs import Run
 from app.errors import Conflict, FieldError, InvalidInput, NotFound
+from app.services.datasets import get_dataset
 from app.services.platform import Platform
 from app.services.runs import get_run
 
@@ -137,3 +146,12 @@ def _new_case(result: StoredResult) -> ComparedCase:
         revision_changed=False, current_trial=result.trial, baseline_trial=None,
     )  # fmt: skip
     return ComparedCase(row=row, current=result, baseline=None)
+
+
+async def flaky_cases(
+    platform: Platform, project_id: UUID, dataset_id: UUID, runs: int, limit: int
+) -> list[FlakyCase]:
+    """The dataset's cases whose verdict flipped over its last `runs` completed runs with no
+    change to the case or the agent, flakiest first (NotFound: not the project's dataset)."""
+    await get_dataset(platform, project_id, dataset_id)
+    return await flaky_rows.flaky_cases(platform.pool, project_id, dataset_id, runs, limit)

@@ -218,3 +218,22 @@ async def test_bad_baselines_and_cursors_are_clear_errors(
             json={"dataset_id": their_dataset["id"], "baseline_run_id": done["run_id"]},
         )
         assert_problem(borrowed, 422, pointer="/baseline_run_id")
+
+
+async def test_flaky_cases_are_those_that_flip_while_the_case_stays_the_same(
+    client: httpx.AsyncClient,
+) -> None:
+    dataset_id, ids = await dataset_with(client, ["a", "b"])
+    for reply in (GOOD, BAD, GOOD):
+        await ci_run(client, dataset_id, {"a": reply, "b": GOOD})
+    flaky = (await client.get(f"/api/v1/datasets/{dataset_id}/flaky")).json()
+    assert flaky["items"] == [
+        {"test_case_id": ids["a"], "runs": 3, "passed": 2, "flips": 2, "flip_rate": 0.6667}
+    ]
+    # Editing the case starts its history afresh: the old verdicts were of another case.
+    edited = {**SAYS_DELAY, "value": "business days"}
+    await client.patch(f"/api/v1/test-cases/{ids['a']}", json={"checks": [edited]})
+    await ci_run(client, dataset_id, {"a": GOOD, "b": GOOD})
+    assert (await client.get(f"/api/v1/datasets/{dataset_id}/flaky")).json()["items"] == []
+    recent = await client.get(f"/api/v1/datasets/{dataset_id}/flaky", params={"runs": 1})
+    assert_problem(recent, 422, parameter="runs")

@@ -293,6 +293,7 @@ ROUTES = [
         owner_status=201,
     ),
     Route("GET", "/api/v1/datasets/{dataset}/test-cases/export"),
+    Route("GET", "/api/v1/datasets/{dataset}/flaky"),
     Route("GET", "/api/v1/test-cases/{case}"),
     Route("PATCH", "/api/v1/test-cases/{case}", {"input": "tampered by B", "checks": []}),
     Route("DELETE", "/api/v1/test-cases/{case}", owner_status=204),
