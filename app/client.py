@@ -22,6 +22,9 @@ import msgspec
 T = TypeVar("T")
 # The most results one POST /eval-run-results may carry (the server's MAX_RESULTS_PER_POST).
 MAX_RESULTS_PER_POST = 10_000
+# The most compared cases one page of GET /eval-runs/{id}/compare holds (the server's
+# MAX_COMPARED).
+MAX_COMPARED_PER_PAGE = 200
 PageT = TypeVar("PageT", "ResultPage", "TestCasePage")
 
 
@@ -190,6 +193,40 @@ class TestCasePage(msgspec.Struct, kw_only=True):
     next_cursor: str | None
 
 
+class BucketCounts(msgspec.Struct, kw_only=True):
+    """How many cases of a comparison fall in each bucket."""
+
+    new_failure: int = 0
+    fixed: int = 0
+    still_failing: int = 0
+    still_passing: int = 0
+    new_case: int = 0
+    removed_case: int = 0
+    flaky: int = 0
+
+
+class ComparisonItem(msgspec.Struct, kw_only=True):
+    """One case in both runs: its bucket, the checks whose verdict changed, and both results
+    (None on the side that has none)."""
+
+    test_case_id: str
+    bucket: str
+    changed_checks: list[str] = msgspec.field(default_factory=list)
+    revision_changed: bool = False
+    current: CaseResult | None = None
+    baseline: CaseResult | None = None
+
+
+class Comparison(msgspec.Struct, kw_only=True):
+    """A run compared with its baseline: the bucket counts and a page of cases."""
+
+    run_id: str
+    baseline_run_id: str | None
+    counts: BucketCounts
+    items: list[ComparisonItem]
+    next_cursor: str | None
+
+
 def case_card_url(run_web_url: str, test_case_id: str, trial: int = 1) -> str:
     """The web app's card of one case result, from its run's `web_url`."""
     card = f"{run_web_url}/cases/{urllib.parse.quote(test_case_id, safe='')}"
@@ -218,13 +255,15 @@ class AgentLassoClient:
         await self._http.aclose()
 
     async def create_run(
-        self, dataset_id: str, *, pass_threshold: float | None = None,
-        idempotency_key: str | None = None,
+        self, dataset_id: str, *, pass_threshold: float | None = None, gate: str | None = None,
+        baseline_run_id: str | None = None, idempotency_key: str | None = None,
     ) -> CreatedRun:  # fmt: skip
-        """Start a CI-mode run of a dataset."""
+        """Start a CI-mode run of a dataset; without baseline_run_id the server picks one."""
         body: dict[str, Any] = {"dataset_id": dataset_id}
-        if pass_threshold is not None:
-            body["pass_threshold"] = pass_threshold
+        for name, value in (("pass_threshold", pass_threshold), ("gate", gate),
+                            ("baseline_run_id", baseline_run_id)):  # fmt: skip
+            if value is not None:
+                body[name] = value
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
         return await self._request("POST", "/eval-runs", CreatedRun, json=body, headers=headers)
 
@@ -240,12 +279,14 @@ class AgentLassoClient:
     async def start_server_run(
         self, dataset_id: str, agent_id: str, *, pass_threshold: float | None = None,
         trials: int = 1, concurrency: int | None = None, labels: dict[str, str] | None = None,
+        gate: str | None = None, baseline_run_id: str | None = None,
         idempotency_key: str | None = None,
     ) -> Run:  # fmt: skip
         """Start a run in which the platform calls the registered agent (server mode)."""
         body: dict[str, Any] = {"dataset_id": dataset_id, "agent_id": agent_id, "trials": trials}
         for name, value in (("pass_threshold", pass_threshold), ("concurrency", concurrency),
-                            ("labels", labels)):  # fmt: skip
+                            ("labels", labels), ("gate", gate),
+                            ("baseline_run_id", baseline_run_id)):  # fmt: skip
             if value is not None:
                 body[name] = value
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
@@ -255,6 +296,17 @@ class AgentLassoClient:
         """A run's status and gate; with wait_s, as soon as it ends or after wait_s seconds."""
         params = {"wait_s": wait_s} if wait_s else {}
         return await self._request("GET", f"/eval-runs/{run_id}", Run, params=params)
+
+    async def compare(
+        self, run_id: str, *, baseline: str | None = None, bucket: str | None = None,
+        cursor: str | None = None, limit: int = 50,
+    ) -> Comparison:  # fmt: skip
+        """A page of the run compared with its baseline (or `baseline`), new failures first,
+        or of one bucket; both runs must have ended. At most MAX_COMPARED_PER_PAGE a page."""
+        given = {"baseline": baseline, "bucket": bucket, "cursor": cursor}
+        params: dict[str, Any] = {name: value for name, value in given.items() if value}
+        params["limit"] = limit
+        return await self._request("GET", f"/eval-runs/{run_id}/compare", Comparison, params=params)
 
     async def get_test_case(self, test_case_id: str) -> TestCase:
         """A test case at its current revision."""

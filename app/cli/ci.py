@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import msgspec
 
+from app.cli.compare_report import CaseText, fetch_compared, gate_line, report_compared
 from app.cli.errors import run_reporting_errors
 from app.cli.gate_report import GateReport, finish, print_run_page
 from app.cli.local_agents import AgentCaller, CommandAgent, HttpAgent, failed
@@ -18,6 +19,7 @@ from app.client import (
     PlatformUnavailable,
     ResultsAnswer,
     ResultToPost,
+    RunGate,
     RunTestCase,
 )
 
@@ -38,6 +40,10 @@ class CiOptions(msgspec.Struct, frozen=True, kw_only=True):
     batch_size: int
     timeout_s: float
     junit: Path | None
+    gate: str = "threshold"
+    # None: the server picks the baseline.
+    baseline_run_id: str | None = None
+    comment_file: Path | None = None
 
 
 def run_ci(options: CiOptions) -> int:
@@ -51,15 +57,24 @@ async def _run(options: CiOptions) -> int:
         AgentLassoClient(options.base_url, options.api_key) as client,
         httpx.AsyncClient(limits=httpx.Limits(max_connections=options.concurrency)) as http,
     ):
-        run = await client.create_run(options.dataset_id, pass_threshold=options.threshold)
+        run = await client.create_run(
+            options.dataset_id, pass_threshold=options.threshold, gate=options.gate,
+            baseline_run_id=options.baseline_run_id,
+        )  # fmt: skip
         print(f"Run {run.run_id}: {len(run.test_cases)} test cases, "
               f"calling the agent {options.concurrency} at a time.")  # fmt: skip
         print_run_page(run.web_url)
+        print(gate_line(run.gate, run.pass_threshold, run.baseline_run_id))
         agent = _agent(options, http)
         answers = await _call_and_post(client, agent, run.run_id, run.test_cases, options)
         if not answers or answers[-1].status == "grading":
             # An empty dataset, or verdicts still coming (a 202): follow the run to its end.
             answers = [await _follow_to_end(client, run.run_id)]
+        for_comment = options.comment_file is not None
+        compared = await fetch_compared(client, answers[-1], for_comment=for_comment)
+    texts = {
+        case.test_case_id: CaseText.of(case.description, case.input) for case in run.test_cases
+    }
     names = {case.test_case_id: case.description for case in run.test_cases if case.description}
     report = GateReport(
         gate=answers[-1],
@@ -67,6 +82,7 @@ async def _run(options: CiOptions) -> int:
         names=names,
         time_s=time.monotonic() - started,
     )
+    report_compared(report, compared, texts, options.comment_file)
     return finish(report, options.junit)
 
 
@@ -76,12 +92,8 @@ async def _follow_to_end(client: AgentLassoClient, run_id: str) -> ResultsAnswer
     while final.status not in ("completed", "cancelled", "failed"):
         final = await client.get_run(run_id, wait_s=30)
     results = [result async for result in client.results(run_id)]
-    return ResultsAnswer(
-        run_id=final.run_id, status=final.status, pass_rate=final.pass_rate,
-        pass_threshold=final.pass_threshold, ci_pass=final.ci_pass,
-        ci_fail_reason=final.ci_fail_reason, counts=final.counts, results=results,
-        judge=final.judge, web_url=final.web_url,
-    )  # fmt: skip
+    gate = {name: getattr(final, name) for name in RunGate.__struct_fields__}
+    return ResultsAnswer(**gate, results=results)
 
 
 def _agent(options: CiOptions, http: httpx.AsyncClient) -> AgentCaller:

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from app.cli.server import add_server_commands
 from app.client import MAX_RESULTS_PER_POST
@@ -14,6 +15,8 @@ GATE_COMMAND_HELP = (
     "Reads AGENTLASSO_URL (default http://127.0.0.1:8000) and AGENTLASSO_API_KEY. Exits 0 when"
     " the gate passes, 1 when it fails, 2 when AgentLasso cannot be reached or the run failed."
 )
+AUTO_BASELINE = "auto"
+GATES = ("threshold", "no_new_failures")
 
 
 def _ci(args: argparse.Namespace) -> int:
@@ -33,6 +36,7 @@ def _ci(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         timeout_s=args.timeout,
         junit=Path(args.junit) if args.junit else None,
+        **_compare_options(args),
     )
     return run_ci(options)
 
@@ -40,6 +44,11 @@ def _ci(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from app.cli.run import RunOptions, run_server
 
+    if args.comment_file and not args.wait:
+        print(
+            "error: --comment-file needs --wait (the comment is of the ended run)", file=sys.stderr
+        )
+        return 2
     api_key = _api_key()
     if not api_key:
         return 2
@@ -53,8 +62,18 @@ def _run(args: argparse.Namespace) -> int:
         threshold=args.threshold,
         concurrency=args.concurrency,
         junit=Path(args.junit) if args.junit else None,
+        **_compare_options(args),
     )
     return run_server(options)
+
+
+def _compare_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The gate, the baseline (None: the server picks it) and the comment file."""
+    return {
+        "gate": args.gate,
+        "baseline_run_id": None if args.baseline == AUTO_BASELINE else args.baseline,
+        "comment_file": Path(args.comment_file) if args.comment_file else None,
+    }
 
 
 def _api_key() -> str | None:
@@ -90,11 +109,30 @@ def _batch_size(text: str) -> int:
 
 
 def _gate_flags() -> argparse.ArgumentParser:
-    """The flags `ci` and `run` share: which dataset, the gate, and the JUnit file."""
+    """The flags `ci` and `run` share: which dataset, the gate and its baseline, the files."""
     shared = argparse.ArgumentParser(add_help=False)
     shared.add_argument("--dataset", required=True, help="the dataset id")
     shared.add_argument("--threshold", type=_fraction, help="pass threshold, 0 to 1 (default 1.0)")
+    shared.add_argument(
+        "--gate",
+        choices=GATES,
+        default="threshold",
+        help="threshold: the pass rate decides (default); no_new_failures: only a case that "
+        "passed in the baseline and fails now fails the gate",
+    )
+    shared.add_argument(
+        "--baseline",
+        default=AUTO_BASELINE,
+        metavar="RUN_ID|auto",
+        help="the run to compare with: a completed run of the dataset, or auto (default: the "
+        "newest completed run whose gate passed, else the newest completed run)",
+    )
     shared.add_argument("--junit", help="write JUnit XML here")
+    shared.add_argument(
+        "--comment-file",
+        metavar="FILE",
+        help="write a Markdown summary for a pull-request comment here (whatever the verdict)",
+    )
     return shared
 
 

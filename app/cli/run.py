@@ -9,6 +9,7 @@ from typing import TextIO
 
 import msgspec
 
+from app.cli.compare_report import CaseText, fetch_compared, gate_line, report_compared
 from app.cli.errors import run_reporting_errors
 from app.cli.gate_report import EXIT_PASS, GateReport, finish, print_run_page
 from app.client import AgentLassoClient, Run
@@ -31,6 +32,10 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     threshold: float | None
     concurrency: int | None
     junit: Path | None
+    gate: str = "threshold"
+    # None: the server picks the baseline.
+    baseline_run_id: str | None = None
+    comment_file: Path | None = None
 
 
 def run_server(options: RunOptions) -> int:
@@ -43,20 +48,25 @@ async def _run(options: RunOptions) -> int:
     async with AgentLassoClient(options.base_url, options.api_key) as client:
         run = await client.start_server_run(
             options.dataset_id, options.agent_id, pass_threshold=options.threshold,
-            trials=options.trials, concurrency=options.concurrency,
+            trials=options.trials, concurrency=options.concurrency, gate=options.gate,
+            baseline_run_id=options.baseline_run_id,
         )  # fmt: skip
         print(f"Run {run.run_id}: {run.counts.total} calls to the agent.")
         print_run_page(run.web_url)
+        print(gate_line(run.gate, run.pass_threshold, run.baseline_run_id))
         if not options.wait:
             return EXIT_PASS
         run = await _follow(client, run, started)
         results = [result async for result in client.results(run.run_id)]
-        names = {
-            case.id: case.description
+        texts = {
+            case.id: CaseText.of(case.description, case.input)
             async for case in client.test_cases(options.dataset_id)
-            if case.description
         }
+        for_comment = options.comment_file is not None
+        compared = await fetch_compared(client, run, for_comment=for_comment)
+    names = {case_id: text.description for case_id, text in texts.items() if text.description}
     report = GateReport(gate=run, results=results, names=names, time_s=time.monotonic() - started)
+    report_compared(report, compared, texts, options.comment_file)
     return finish(report, options.junit)
 
 

@@ -12,7 +12,7 @@ import msgspec.inspect as mi
 import pytest
 
 from app import client
-from app.api import run_results, runs, test_cases
+from app.api import comparisons, run_results, runs, test_cases
 
 # Server response Struct -> the client Struct that decodes it.
 TWINS: list[tuple[type[msgspec.Struct], type[msgspec.Struct]]] = [
@@ -28,6 +28,9 @@ TWINS: list[tuple[type[msgspec.Struct], type[msgspec.Struct]]] = [
     (run_results.ResultPage, client.ResultPage),
     (test_cases.TestCase, client.TestCase),
     (test_cases.TestCasePage, client.TestCasePage),
+    (comparisons.ComparisonOut, client.Comparison),
+    (comparisons.ComparedCaseOut, client.ComparisonItem),
+    (comparisons.BucketCounts, client.BucketCounts),
 ]
 # Client fields an answer leaves out on purpose, so the client's default stands for them.
 DEFAULTED = {
@@ -117,3 +120,7 @@ def _fields(shape: type[msgspec.Struct]) -> tuple[mi.Field, ...]:
 
 def test_the_client_knows_how_many_results_a_post_may_carry() -> None:
     assert client.MAX_RESULTS_PER_POST == run_results.MAX_RESULTS_PER_POST
+
+
+def test_the_client_knows_how_many_compared_cases_a_page_may_hold() -> None:
+    assert client.MAX_COMPARED_PER_PAGE == comparisons.MAX_COMPARED
