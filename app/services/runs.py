@@ -10,7 +10,7 @@ import msgspec
 from app.db import case_results, result_rows
 from app.db import runs as run_rows
 from app.db import test_cases as case_rows
-from app.domain.case_results import StoredResult
+from app.domain.case_results import StoredResult, TrialSummary
 from app.domain.results import Gate
 from app.domain.runs import Run
 from app.domain.web import ResultFilter, ResultRow, Revision
@@ -52,10 +52,15 @@ async def list_results(
     after_seq: int,
     outcome: str | None,
     limit: int,
-) -> list[StoredResult]:
-    """A page of the run's case results, optionally only one outcome."""
+) -> tuple[list[StoredResult], dict[UUID, TrialSummary]]:
+    """A page of the run's case results, optionally only one outcome, and the trials of each
+    of their cases taken together."""
     await get_run(platform, project_id, run_id)
-    return await case_results.list_results(platform.pool, run_id, after_seq, outcome, limit)
+    page = await case_results.list_results(platform.pool, run_id, after_seq, outcome, limit)
+    trials = await case_results.trial_summaries(
+        platform.pool, run_id, [result.test_case_id for result in page]
+    )
+    return page, trials
 
 
 # Outcomes in the order a run's page lists them: what a person opening a failed gate came for
@@ -96,6 +101,13 @@ async def result_page(
             return ResultPage(rows=rows, next_after=(outcome, stopped_at), stopped_early=True)
         after_seq = 0
     return ResultPage(rows=rows, next_after=None, stopped_early=False)
+
+
+async def graded_revisions(platform: Platform, results: list[StoredResult]) -> dict[UUID, Revision]:
+    """The revisions these results (read in their project) graded, by id, in one query."""
+    return await case_rows.revisions_by_id(
+        platform.pool, list({result.revision_id for result in results})
+    )
 
 
 async def result_of_case(

@@ -14,10 +14,12 @@ from app.api.auth import PlatformDep
 from app.api.pagination import parse_id
 from app.domain.agents import Agent
 from app.domain.datasets import Dataset
+from app.domain.runs import RunGate
 from app.errors import Conflict, InvalidInput
 from app.services import agents as agent_service
 from app.services import rerun as rerun_service
 from app.services.start_run import NewRun, start_run
+from app.web.compare_pages import baseline_choices
 from app.web.forms import by_field, optional_text, text
 from app.web.objects import dataset_named
 from app.web.once import new_form_id
@@ -28,6 +30,12 @@ AGENTS_LISTED = 200
 MAX_TRIALS = 10
 MAX_LABELS = 20
 _NO_AGENT = "A run calls your agent: register it under Settings, Your agent, first."
+GATE_CHOICES: list[tuple[RunGate, str]] = [
+    ("threshold", "Pass rate reaches the threshold"),
+    ("no_new_failures", "No new failures against the baseline"),
+]
+_GATES: dict[str, RunGate] = {gate: gate for gate, _ in GATE_CHOICES}
+AUTOMATIC_BASELINE = "Automatic: newest completed run whose gate passed"
 
 
 class RunStartPages(Controller):
@@ -41,8 +49,8 @@ class RunStartPages(Controller):
         dataset = await dataset_named(request, platform, dataset_id)
         agents, default = await _agents(platform, session_of(request).project_id)
         values = {"agent": str(default.id) if default else "", "trials": "1",
-                  "threshold": "100"}  # fmt: skip
-        return _form_page(request, dataset, agents, values, {}, new_form_id())
+                  "threshold": "100", "gate": "threshold"}  # fmt: skip
+        return await _form_page(request, platform, dataset, agents, values, {}, new_form_id())
 
     @post("/datasets/{dataset_id:str}/run", name="run_dataset")
     async def start(
@@ -67,7 +75,9 @@ class RunStartPages(Controller):
             else:
                 return redirect(request, f"/runs/{started.run.id}")
         values = {name: text(form, name) for name in _FIELDS}
-        return _form_page(request, dataset, agents, values, errors, form_id or new_form_id())
+        return await _form_page(
+            request, platform, dataset, agents, values, errors, form_id or new_form_id()
+        )
 
     @post("/runs/{run_id:str}/rerun", name="rerun")
     async def rerun(
@@ -84,7 +94,7 @@ class RunStartPages(Controller):
         return redirect(request, f"/runs/{run.id}")
 
 
-_FIELDS = ("agent", "trials", "concurrency", "threshold", "labels")
+_FIELDS = ("agent", "trials", "concurrency", "threshold", "gate", "baseline_run_id", "labels")
 
 
 def _key(form_id: str) -> str | None:
@@ -96,18 +106,22 @@ async def _agents(platform: PlatformDep, project_id: UUID) -> tuple[list[Agent],
     return agents, await agent_service.default_agent(platform, project_id)
 
 
-def _form_page(
+async def _form_page(
     request: Request[Any, Any, Any],
+    platform: PlatformDep,
     dataset: Dataset,
     agents: list[Agent],
     values: Mapping[str, str],
     errors: dict[str, str],
     form_id: str,
 ) -> Response[Any]:
+    project_id = session_of(request).project_id
+    baselines = await baseline_choices(platform, project_id, dataset.id, AUTOMATIC_BASELINE)
     return page(
         request, "run_start.html", status_code=422 if errors else 200, dataset=dataset,
         agents=[(str(agent.id), agent.name) for agent in agents], values=values,
-        errors=errors, form_id=form_id, max_trials=MAX_TRIALS,
+        errors=errors, form_id=form_id, max_trials=MAX_TRIALS, gates=GATE_CHOICES,
+        baselines=baselines,
     )  # fmt: skip
 
 
@@ -120,11 +134,15 @@ def _new_run(
     concurrency = _whole(form, "concurrency", None, (1, 1_000_000), errors)
     threshold = _percent(optional_text(form, "threshold"), errors)
     labels = _labels(text(form, "labels"), errors)
-    if errors or agent_id is None:
+    gate = _GATES.get(text(form, "gate") or "threshold")
+    if gate is None:
+        errors["gate"] = "Choose one of the gates."
+    baseline_id = _baseline_id(optional_text(form, "baseline_run_id"), errors)
+    if errors or agent_id is None or gate is None:
         return None
     return NewRun(
         dataset_id=dataset_id, agent_id=agent_id, trials=trials or 1, concurrency=concurrency,
-        pass_threshold=threshold, labels=labels or None,
+        pass_threshold=threshold, labels=labels or None, gate=gate, baseline_run_id=baseline_id,
     )  # fmt: skip
 
 
@@ -137,6 +155,17 @@ def _agent_id(raw: str | None, default: Agent | None, errors: dict[str, str]) ->
         return UUID(raw)
     except ValueError:
         errors["agent"] = "Choose one of your agents."
+        return None
+
+
+def _baseline_id(raw: str | None, errors: dict[str, str]) -> UUID | None:
+    """The baseline chosen; None: the server chooses it when the run is created."""
+    if raw is None:
+        return None
+    try:
+        return UUID(raw)
+    except ValueError:
+        errors["baseline_run_id"] = "Choose one of the dataset's completed runs."
         return None
 
 
