@@ -24,19 +24,19 @@ CREATE TABLE run_comparisons (
 );
 -- A run whose results change drops the comparisons it is the baseline of, too.
 CREATE INDEX run_comparisons_baseline_idx ON run_comparisons (baseline_run_id);
+-- One index, the listing order: a case's seq is its first result's in the run (the baseline's,
+-- for a removed case), unique within a bucket.
 CREATE TABLE run_comparison_cases (
     run_id uuid NOT NULL,
     baseline_run_id uuid NOT NULL,
-    test_case_id uuid NOT NULL,
     rank smallint NOT NULL,
     seq bigint NOT NULL,
+    test_case_id uuid NOT NULL,
     revision_changed boolean NOT NULL,
     -- The trial each side shows: the first that did not pass, else the first.
     current_trial integer,
     baseline_trial integer,
-    PRIMARY KEY (run_id, baseline_run_id, test_case_id),
+    PRIMARY KEY (run_id, baseline_run_id, rank, seq),
     FOREIGN KEY (run_id, baseline_run_id)
         REFERENCES run_comparisons (run_id, baseline_run_id) ON DELETE CASCADE
 );
-CREATE INDEX run_comparison_cases_order_idx
-    ON run_comparison_cases (run_id, baseline_run_id, rank, seq);

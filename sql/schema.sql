@@ -144,6 +144,10 @@ CREATE TABLE eval_runs (
     gate text NOT NULL DEFAULT 'threshold'::text,
     baseline_run_id uuid,
     new_failures integer,
+    cases_graded integer,
+    cases_passed integer,
+    cases_passed_any integer,
+    flaky_count integer,
     CONSTRAINT eval_runs_agent_project_fkey FOREIGN KEY (agent_id, project_id) REFERENCES agents(id, project_id) ON DELETE SET NULL (agent_id),
     CONSTRAINT eval_runs_baseline_project_fkey FOREIGN KEY (baseline_run_id, project_id) REFERENCES eval_runs(id, project_id) ON DELETE SET NULL (baseline_run_id),
     CONSTRAINT eval_runs_counts_check CHECK (((passed <= graded) AND ((graded + no_checks) <= done) AND (done <= total) AND (errored <= done))),
@@ -218,16 +222,15 @@ CREATE INDEX run_chunks_active_idx ON run_chunks USING btree (state, heartbeat_a
 CREATE TABLE run_comparison_cases (
     run_id uuid NOT NULL,
     baseline_run_id uuid NOT NULL,
-    test_case_id uuid NOT NULL,
     rank smallint NOT NULL,
     seq bigint NOT NULL,
+    test_case_id uuid NOT NULL,
     revision_changed boolean NOT NULL,
     current_trial integer,
     baseline_trial integer,
-    CONSTRAINT run_comparison_cases_pkey PRIMARY KEY (run_id, baseline_run_id, test_case_id),
+    CONSTRAINT run_comparison_cases_pkey PRIMARY KEY (run_id, baseline_run_id, rank, seq),
     CONSTRAINT run_comparison_cases_run_id_baseline_run_id_fkey FOREIGN KEY (run_id, baseline_run_id) REFERENCES run_comparisons(run_id, baseline_run_id) ON DELETE CASCADE
 );
-CREATE INDEX run_comparison_cases_order_idx ON run_comparison_cases USING btree (run_id, baseline_run_id, rank, seq);
 
 CREATE TABLE run_comparisons (
     run_id uuid NOT NULL,

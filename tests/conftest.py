@@ -20,6 +20,7 @@ from app.config import Settings
 from tests.support.databases import ServerUrls, drop_database, fresh_database, new_project_key
 from tests.support.processes import WorkerProcesses, api_process
 from tests.support.servers import serving
+from tests.support.web import browser, signed_in_csrf
 
 
 @pytest.fixture(scope="session")
@@ -144,3 +145,11 @@ def workers(settings: Settings) -> Iterator[WorkerProcesses]:
         yield pool
     finally:
         pool.stop_all()
+
+
+@pytest_asyncio.fixture
+async def web(base_url: str, api_key: str) -> AsyncIterator[httpx.AsyncClient]:
+    """A browser (cookies, forms, no JavaScript) signed in as the `client` fixture's project."""
+    async with browser(base_url) as signed_in:
+        await signed_in_csrf(signed_in, api_key)
+        yield signed_in

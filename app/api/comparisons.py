@@ -132,8 +132,12 @@ def _out(case: ComparedCase) -> ComparedCaseOut:
         bucket=case.row.bucket,
         changed_checks=case.changed_checks,
         revision_changed=case.row.revision_changed,
-        current=None if case.current is None else stored_result_out(case.current),
-        baseline=None if case.baseline is None else stored_result_out(case.baseline),
+        current=None
+        if case.current is None
+        else stored_result_out(case.current, case.current_trials),
+        baseline=None
+        if case.baseline is None
+        else stored_result_out(case.baseline, case.baseline_trials),
     )
 
 

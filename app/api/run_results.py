@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
+from uuid import UUID
 
 import msgspec
 from litestar import Controller, MediaType, Response, get, post
@@ -24,6 +25,7 @@ from app.api.pagination import (
 from app.api.runs import RunGate, gate_fields
 from app.domain.agent_calls import Attempt
 from app.domain.case_results import StoredResult as DomainStoredResult
+from app.domain.case_results import TrialSummary
 from app.domain.judging import JudgeRecord
 from app.domain.results import CaseResult, CheckResult, UngradedItem
 from app.services import ci_results, runs
@@ -96,6 +98,11 @@ class StoredResult(GradedResult, kw_only=True):
     actual_output: Any = msgspec.UNSET
     actual_tool_calls: Any = msgspec.UNSET
     agent_call: AgentCall | None = None
+    # The case's trials in this run taken together: some passed (pass@k), all passed (pass^k),
+    # they disagree (flaky).
+    pass_at_k: bool | None = None
+    pass_all_k: bool | None = None
+    flaky: bool | None = None
 
 
 class ResultPage(msgspec.Struct, kw_only=True):
@@ -119,10 +126,14 @@ def graded_fields(test_case_id: str, result: CaseResult) -> dict[str, Any]:
     }
 
 
-def stored_result_out(stored: DomainStoredResult) -> StoredResult:
-    """The API shape of a stored case result."""
+def stored_result_out(stored: DomainStoredResult, trials: TrialSummary | None) -> StoredResult:
+    """The API shape of a stored case result (with its case's trials taken together, when
+    known)."""
     call = stored.agent_call
     return StoredResult(
+        pass_at_k=None if trials is None else trials.pass_at_k,
+        pass_all_k=None if trials is None else trials.pass_all_k,
+        flaky=None if trials is None else trials.flaky,
         **graded_fields(str(stored.test_case_id), stored.result),
         trial=stored.trial,
         outcome=stored.outcome,
@@ -136,12 +147,14 @@ def stored_result_out(stored: DomainStoredResult) -> StoredResult:
     )
 
 
-def _page_bytes(page: list[DomainStoredResult], limit: int) -> bytes:
+def _page_bytes(
+    page: list[DomainStoredResult], trials: dict[UUID, TrialSummary], limit: int
+) -> bytes:
     """A ResultPage's JSON, its items cut at `limit` or before MAX_PAGE_BYTES."""
     items: list[bytes] = []
     size = 0
     for stored in page[:limit]:
-        item = _encoder.encode(stored_result_out(stored))
+        item = _encoder.encode(stored_result_out(stored, trials.get(stored.test_case_id)))
         if items and size + len(item) > MAX_PAGE_BYTES:
             break
         items.append(item)
@@ -173,11 +186,11 @@ class RunResultsController(Controller):
     ) -> Response[bytes]:
         """The run's case results with what the agent did, a page at a time (a page holds
         `limit` results, or fewer when they would pass 8 MiB)."""
-        page = await runs.list_results(
+        page, trials = await runs.list_results(
             platform, project_id, parse_id(run_id, "run"), decode_cursor(cursor), outcome,
             limit + 1,
         )  # fmt: skip
-        return Response(content=_page_bytes(page, limit), media_type=MediaType.JSON)
+        return Response(content=_page_bytes(page, trials, limit), media_type=MediaType.JSON)
 
 
 class PostedResultsController(Controller):

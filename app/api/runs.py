@@ -128,6 +128,11 @@ class RunGate(msgspec.Struct, kw_only=True):
     baseline_run_id: str | None
     # Cases that passed in the baseline and do not pass now; null until the run completes.
     new_failures: int | None
+    # Counted by case once the run completes (null before): graded cases with a passing trial
+    # (pass@k), with every trial passing (pass^k), and cases whose trials disagree.
+    pass_at_k_rate: float | None
+    pass_all_k_rate: float | None
+    flaky_count: int | None
 
 
 class Run(RunGate, kw_only=True):
@@ -208,6 +213,9 @@ def gate_fields(run: domain.Run, public_url: str | None) -> dict[str, Any]:
         "gate": run.gate,
         "baseline_run_id": None if run.baseline_run_id is None else str(run.baseline_run_id),
         "new_failures": run.new_failures,
+        "pass_at_k_rate": run.pass_at_k_rate,
+        "pass_all_k_rate": run.pass_all_k_rate,
+        "flaky_count": run.flaky_count,
     }
 
 

@@ -12,7 +12,14 @@ import msgspec
 from app.db.pool import Connection, Executor
 from app.db.test_cases import content_of
 from app.domain.agent_calls import AgentCall, Attempt
-from app.domain.case_results import AwaitingJudge, JudgedResult, NewResult, Reported, StoredResult
+from app.domain.case_results import (
+    AwaitingJudge,
+    JudgedResult,
+    NewResult,
+    Reported,
+    StoredResult,
+    TrialSummary,
+)
 from app.domain.judging import JudgeRecord
 from app.domain.results import CaseResult, CheckResult, UngradedItem
 from app.domain.runs import ResultFlags
@@ -225,6 +232,27 @@ async def results_by_key(
     cases, trials = zip(*keys, strict=True)
     rows = await executor.fetch(_BY_KEYS, run_id, list(cases), list(trials))
     return {(row["test_case_id"], row["trial"]): _stored(row) for row in rows}
+
+
+_TRIALS = """
+SELECT test_case_id, bool_or(outcome = 'passed') AS pass_at_k,
+       bool_and(outcome = 'passed') AS pass_all_k
+FROM case_results WHERE run_id = $1 AND test_case_id = ANY($2::uuid[])
+GROUP BY test_case_id
+"""
+
+
+async def trial_summaries(
+    executor: Executor, run_id: UUID, test_case_ids: list[UUID]
+) -> dict[UUID, TrialSummary]:
+    """Each of these cases' trials in the run taken together, by case."""
+    if not test_case_ids:
+        return {}
+    rows = await executor.fetch(_TRIALS, run_id, list(set(test_case_ids)))
+    return {
+        row["test_case_id"]: TrialSummary(pass_at_k=row["pass_at_k"], pass_all_k=row["pass_all_k"])
+        for row in rows
+    }
 
 
 _FIRST_TRIALS = """

@@ -27,7 +27,7 @@ SELECT test_case_id,
        bool_or(outcome = 'passed') AS some_passed,
        min(seq) AS seq,
        min(revision_id::text) AS revision_id,
-       (array_agg(trial ORDER BY outcome = 'passed', trial))[1] AS shown_trial
+       coalesce(min(trial) FILTER (WHERE outcome <> 'passed'), min(trial)) AS shown_trial
 FROM case_results WHERE run_id = {run} GROUP BY test_case_id
 """
 
@@ -60,6 +60,8 @@ SELECT rank, count(*) AS cases, count(*) FILTER (WHERE newly_failing) AS newly_f
 FROM compared GROUP BY rank
 """
 
+_ENOUGH_MEMORY = "SET LOCAL work_mem = '64MB'"
+
 _FINISH = """
 UPDATE run_comparisons SET counts = $3, new_failures = $4
 WHERE run_id = $1 AND baseline_run_id = $2
@@ -85,6 +87,9 @@ async def compare(connection: Connection, run_id: UUID, baseline_run_id: UUID) -
     """The comparison of two ended runs: computed and kept the first time, read after that.
     Two requests at once compute it once (the second waits on the first's insert)."""
     if await connection.fetchval(_START, run_id, baseline_run_id) is not None:
+        # Two 100,000-case aggregates and their join fit in memory with this much, where the
+        # default spills them to disk (for this transaction only).
+        await connection.execute(_ENOUGH_MEMORY)
         rows = await connection.fetch(_COMPARE, run_id, baseline_run_id)
         counts = {BUCKETS[row["rank"] - 1]: row["cases"] for row in rows}
         new_failures = sum(row["newly_failing"] for row in rows)

@@ -101,6 +101,30 @@ SELECT EXISTS (SELECT 1 FROM eval_runs
                WHERE project_id = $1 AND dataset_id = $2 AND id = $3 AND status = 'completed')
 """
 
+# A case passes when every trial passed; it is graded when a trial was; its trials disagree
+# when some passed and some did not.
+_COUNT_CASES = f"""
+WITH per_case AS (
+    SELECT bool_or(graded) AS graded, bool_and(outcome = 'passed') AS every_trial,
+           bool_or(outcome = 'passed') AS some_trial
+    FROM case_results WHERE run_id = $1 GROUP BY test_case_id
+)
+UPDATE eval_runs SET
+    cases_graded = (SELECT count(*) FROM per_case WHERE graded),
+    cases_passed = (SELECT count(*) FROM per_case WHERE graded AND every_trial),
+    cases_passed_any = (SELECT count(*) FROM per_case WHERE graded AND some_trial),
+    flaky_count = (SELECT count(*) FROM per_case WHERE some_trial AND NOT every_trial)
+WHERE id = $1
+RETURNING {RUN_COLUMNS}
+"""
+
+_CASES_ARE_RESULTS = f"""
+UPDATE eval_runs SET cases_graded = graded, cases_passed = passed, cases_passed_any = passed,
+                     flaky_count = 0
+WHERE id = $1
+RETURNING {RUN_COLUMNS}
+"""
+
 _SET_NEW_FAILURES = f"""
 UPDATE eval_runs SET new_failures = $2 WHERE id = $1 RETURNING {RUN_COLUMNS}
 """
@@ -379,6 +403,9 @@ async def store_gate(connection: Connection, run: Run) -> Run:
     compared with its baseline (its new failures are what a no_new_failures gate decides on)."""
     status = settled_status(run)
     if status == "completed":
+        # One trial a case: its results are its cases, and the counters already count them.
+        counting = _COUNT_CASES if run.trials > 1 else _CASES_ARE_RESULTS
+        run = _run(await connection.fetchrow(counting, run.id))
         run = await _compare_with_baseline(connection, run)
     return await set_verdict(connection, run.id, status, run_gate(run))
 

@@ -153,3 +153,16 @@ class JudgedResult(msgspec.Struct, frozen=True, kw_only=True):
             no_checks=before.no_checks,
             judge_pending=False,
         )
+
+
+class TrialSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """A case's trials in one run taken together: some passed (pass@k), every one passed
+    (pass^k); they disagree (flaky) when some but not all did."""
+
+    pass_at_k: bool
+    pass_all_k: bool
+
+    @property
+    def flaky(self) -> bool:
+        """Some trials passed and some did not."""
+        return self.pass_at_k and not self.pass_all_k

@@ -7,7 +7,7 @@ from uuid import UUID
 
 import msgspec
 
-from app.domain.case_results import StoredResult
+from app.domain.case_results import StoredResult, TrialSummary
 
 Bucket = Literal[
     "new_failure", "still_failing", "flaky", "new_case", "fixed", "removed_case", "still_passing"
@@ -51,6 +51,9 @@ class ComparedCase(msgspec.Struct, frozen=True, kw_only=True):
     row: ComparedRow
     current: StoredResult | None
     baseline: StoredResult | None
+    # Each side's trials of the case taken together (None on the side that has none).
+    current_trials: TrialSummary | None = None
+    baseline_trials: TrialSummary | None = None
 
     @property
     def changed_checks(self) -> list[str]:

@@ -76,6 +76,12 @@ class Run(msgspec.Struct, frozen=True, kw_only=True):
     baseline_run_id: UUID | None = None
     # Cases that passed in the baseline and do not pass now, counted when the run completed.
     new_failures: int | None = None
+    # Counted by case (every trial of a case together) when the run completed; None before.
+    cases_graded: int | None = None
+    # Every trial passed (pass^k); some trial passed (pass@k); the trials disagree.
+    cases_passed: int | None = None
+    cases_passed_any: int | None = None
+    flaky_count: int | None = None
 
     @property
     def is_final(self) -> bool:
@@ -91,6 +97,30 @@ class Run(msgspec.Struct, frozen=True, kw_only=True):
     def not_graded(self) -> int:
         """Results received that could not be graded."""
         return self.done - self.graded
+
+    def case_counts(self) -> RunCounts | None:
+        """The counters by case rather than by trial, once the run has counted them (a case
+        passes only when every trial passed); None before."""
+        if self.cases_graded is None or self.cases_passed is None:
+            return None
+        return RunCounts(
+            total=self.case_count, done=self.case_count, graded=self.cases_graded,
+            passed=self.cases_passed, no_checks=self.no_checks // max(1, self.trials),
+        )  # fmt: skip
+
+    @property
+    def pass_at_k_rate(self) -> float | None:
+        """Graded cases with a passing trial, as a share of graded cases."""
+        if not self.cases_graded or self.cases_passed_any is None:
+            return None
+        return self.cases_passed_any / self.cases_graded
+
+    @property
+    def pass_all_k_rate(self) -> float | None:
+        """Graded cases whose every trial passed (pass^k), as a share of graded cases."""
+        if not self.cases_graded or self.cases_passed is None:
+            return None
+        return self.cases_passed / self.cases_graded
 
     def counts(self) -> RunCounts:
         """The counters the gate is decided from."""

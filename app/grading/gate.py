@@ -1,5 +1,6 @@
 """The CI gate on a run, decided from counters alone: complete, something graded, and the
-pass rate (passed / graded) at or above the threshold."""
+pass rate (passed / graded) at or above the threshold; or, for a no_new_failures gate, no case
+that passed in the baseline failing now (counted when the run completed)."""
 
 from __future__ import annotations
 
@@ -66,8 +67,11 @@ def percentages(rate: float, threshold: float) -> tuple[str, str]:
 
 
 def run_gate(run: Run) -> Gate:
-    """The gate of a stored run as it stands: never a pass while verdicts are awaited."""
-    gate = decide_gate(run.counts(), run.pass_threshold)
+    """The gate of a stored run as it stands: never a pass while verdicts are awaited. With
+    several trials, once the run has counted its cases, the pass rate counts cases (a case
+    passes only when every trial passed), not trials."""
+    by_case = run.case_counts() if run.trials > 1 else None
+    gate = decide_gate(by_case or run.counts(), run.pass_threshold)
     if run.gate == "no_new_failures":
         gate = _no_new_failures(run, gate)
     waiting = run.judge_pending

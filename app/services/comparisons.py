@@ -10,7 +10,7 @@ import msgspec
 from app.db import case_results
 from app.db import comparisons as comparison_rows
 from app.db import flaky_cases as flaky_rows
-from app.domain.case_results import StoredResult
+from app.domain.case_results import StoredResult, TrialSummary
 from app.domain.comparisons import (
     BUCKETS,
     Bucket,
@@ -111,11 +111,16 @@ async def _with_results(
         platform.pool, baseline_id,
         [(row.test_case_id, row.baseline_trial) for row in rows if row.baseline_trial],
     )  # fmt: skip
+    cases = [row.test_case_id for row in rows]
+    trials_now = await case_results.trial_summaries(platform.pool, run_id, cases)
+    trials_before = await case_results.trial_summaries(platform.pool, baseline_id, cases)
     return [
         ComparedCase(
             row=row,
             current=current.get((row.test_case_id, row.current_trial or 0)),
             baseline=before.get((row.test_case_id, row.baseline_trial or 0)),
+            current_trials=trials_now.get(row.test_case_id),
+            baseline_trials=trials_before.get(row.test_case_id),
         )
         for row in rows
     ]
@@ -132,7 +137,10 @@ async def _all_new(
         return ComparisonPage(run=run, baseline=None, counts=counts, cases=[], after=None)
     after_seq = after[1] if after[0] == new_case else 0
     firsts = await case_results.first_trials(platform.pool, run.id, after_seq, limit + 1)
-    cases = [_new_case(result) for result in firsts[:limit]]
+    trials = await case_results.trial_summaries(
+        platform.pool, run.id, [result.test_case_id for result in firsts[:limit]]
+    )
+    cases = [_new_case(result, trials.get(result.test_case_id)) for result in firsts[:limit]]
     more = len(firsts) > limit
     return ComparisonPage(
         run=run, baseline=None, counts=counts, cases=cases,
@@ -140,12 +148,12 @@ async def _all_new(
     )  # fmt: skip
 
 
-def _new_case(result: StoredResult) -> ComparedCase:
+def _new_case(result: StoredResult, trials: TrialSummary | None) -> ComparedCase:
     row = ComparedRow(
         test_case_id=result.test_case_id, bucket="new_case", seq=result.seq,
         revision_changed=False, current_trial=result.trial, baseline_trial=None,
     )  # fmt: skip
-    return ComparedCase(row=row, current=result, baseline=None)
+    return ComparedCase(row=row, current=result, baseline=None, current_trials=trials)
 
 
 async def flaky_cases(

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import httpx
 
-from tests.support.api import dataset_of, register_agent, start_run, wait_final
-from tests.support.fake_agent import FakeAgentServer
+from tests.support.agent_servers import AgentRequest, Handler, ScriptedAgent, Writer, json_answer
+from tests.support.api import all_results, dataset_of, register_agent, start_run, wait_final
+from tests.support.fake_agent import PROMISE_REPLY, REFUND_REPLY, FakeAgentServer
 from tests.support.processes import WorkerProcesses
 
 
@@ -39,3 +40,45 @@ async def test_a_server_run_fails_its_gate_only_on_what_passed_before(
     assert (first_item["test_case_id"], first_item["bucket"]) == (stricter["id"], "new_failure")
     assert first_item["revision_changed"] is True, "a changed check, not a changed agent"
     assert compared["counts"]["still_failing"] == 1 and compared["counts"]["still_passing"] == 1
+
+
+def answering_by_trial() -> Handler:
+    """An agent that gives "coin" the right answer on odd trials only, and every other input
+    the right answer always."""
+
+    async def handle(request: AgentRequest, writer: Writer) -> None:
+        asked = request.json()
+        right = asked["input"] != "refund coin" or asked["trial"] % 2 == 1
+        reply = REFUND_REPLY if right else PROMISE_REPLY
+        await json_answer(reply)(request, writer)
+
+    return handle
+
+
+async def test_five_trials_give_pass_at_k_pass_all_k_and_flaky_cases(
+    client: httpx.AsyncClient, workers: WorkerProcesses
+) -> None:
+    workers.start()
+    agent = await ScriptedAgent((answering_by_trial(),)).start()
+    try:
+        agent_id = await register_agent(client, agent.url)
+        dataset_id = await dataset_of(client, ["refund coin", "refund 1", "refund 2"])
+        run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, trials=5)
+        final = await wait_final(client, run["run_id"])
+    finally:
+        await agent.close()
+    assert final["counts"]["done"] == 15 and final["counts"]["passed"] == 13
+    # By case: "coin" passed some trials, not all; the pass rate counts cases.
+    assert final["pass_rate"] == 2 / 3 and final["pass_all_k_rate"] == 2 / 3
+    assert final["pass_at_k_rate"] == 1.0 and final["flaky_count"] == 1
+    assert final["ci_fail_reason"] == (
+        "Pass rate 66.7% is below the threshold 100.0%: 1 of 3 graded cases failed."
+    )
+    results = await all_results(client, run["run_id"])
+    coin = [result for result in results if result["actual_output"] == PROMISE_REPLY["output"]]
+    assert len(coin) == 2 and all(result["flaky"] for result in coin)
+    assert all(r["pass_at_k"] and not r["pass_all_k"] for r in coin)
+    steady = [result for result in results if not result["flaky"]]
+    assert len(steady) == 10 and all(result["pass_all_k"] for result in steady)
+    compared = (await client.get(f"/api/v1/eval-runs/{run['run_id']}/compare")).json()
+    assert compared["counts"]["new_case"] == 3, "the dataset's first run: every case is new"

@@ -6,22 +6,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import httpx
-import pytest_asyncio
 
 from tests.support.api import dataset_of, register_agent, run_now, wait_final
 from tests.support.databases import new_project_key
 from tests.support.fake_agent import FakeAgentServer
 from tests.support.processes import WorkerProcesses
 from tests.support.runs import ci_run_with_one_failure
-from tests.support.web import browser, hidden_field, path_of, shown_text, signed_in_csrf
-
-
-@pytest_asyncio.fixture
-async def web(base_url: str, api_key: str) -> AsyncIterator[httpx.AsyncClient]:
-    """A browser signed in as the `client` fixture's project."""
-    async with browser(base_url) as signed_in:
-        await signed_in_csrf(signed_in, api_key)
-        yield signed_in
+from tests.support.web import hidden_field, path_of, shown_text
 
 
 async def start_from_form(web: httpx.AsyncClient, dataset_id: str, **fields: str) -> httpx.Response:

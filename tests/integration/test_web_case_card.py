@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from app.config import Settings
 from tests.support.api import FINAL, create_dataset, start_run, wait_final
@@ -41,14 +39,6 @@ LOOKUP_ARGUMENTS = {
 def base_url(api_process_url: str) -> str:
     """The web app as `agentlasso api` serves it, in a process of its own."""
     return api_process_url
-
-
-@pytest_asyncio.fixture
-async def web(base_url: str, api_key: str) -> AsyncIterator[httpx.AsyncClient]:
-    """A browser signed in as the `client` fixture's project."""
-    async with browser(base_url) as signed_in:
-        await signed_in_csrf(signed_in, api_key)
-        yield signed_in
 
 
 async def ci_run(

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -13,7 +12,7 @@ import pytest
 import pytest_asyncio
 
 from tests.support.api import create_dataset, start_run
-from tests.support.web import browser, shown_text, signed_in_csrf
+from tests.support.web import shown_text
 
 CONTAINS_DELAY = {"type": "output_contains", "value": "3-5 business days", "severity": "critical"}
 NO_CANCEL = {"type": "tool_not_called", "tool": "orders.cancel", "severity": "critical"}
@@ -25,14 +24,6 @@ A_CANCEL = [{"name": "orders.cancel", "arguments": {"order": 1}}]
 def base_url(api_process_url: str) -> str:
     """The web app as `agentlasso api` serves it, in a process of its own."""
     return api_process_url
-
-
-@pytest_asyncio.fixture
-async def web(base_url: str, api_key: str) -> AsyncIterator[httpx.AsyncClient]:
-    """A browser signed in as the `client` fixture's project."""
-    async with browser(base_url) as signed_in:
-        await signed_in_csrf(signed_in, api_key)
-        yield signed_in
 
 
 async def ci_run(

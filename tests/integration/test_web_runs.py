@@ -11,21 +11,13 @@ import pytest_asyncio
 
 from tests.support.databases import new_project_key
 from tests.support.runs import ci_run_with_one_failure
-from tests.support.web import browser, hidden_field, shown_text, signed_in_csrf
+from tests.support.web import hidden_field, shown_text
 
 
 @pytest.fixture(scope="module")
 def base_url(api_process_url: str) -> str:
     """The web app as `agentlasso api` serves it, in a process of its own."""
     return api_process_url
-
-
-@pytest_asyncio.fixture
-async def web(base_url: str, api_key: str) -> AsyncIterator[httpx.AsyncClient]:
-    """A browser signed in as the `client` fixture's project."""
-    async with browser(base_url) as signed_in:
-        await signed_in_csrf(signed_in, api_key)
-        yield signed_in
 
 
 @pytest_asyncio.fixture

@@ -274,3 +274,21 @@ def test_the_no_new_failures_gate(run: Run, ci_pass: bool, reason: str | None) -
     gate = run_gate(run)
     assert (gate.ci_pass, gate.ci_fail_reason) == (ci_pass, reason)
     assert gate.pass_rate == (run.passed / run.graded if run.graded else None)
+
+
+def test_with_several_trials_a_counted_run_passes_cases_not_trials() -> None:
+    # 10 results: 5 cases x 2 trials, 8 trials passed; 3 cases passed both trials.
+    run = msgspec.structs.replace(
+        stored_run(passed=8), trials=2, case_count=5, cases_graded=5, cases_passed=3,
+        cases_passed_any=5, flaky_count=2,
+    )  # fmt: skip
+    gate = run_gate(run)
+    assert gate.pass_rate == 0.6
+    assert (
+        gate.ci_fail_reason
+        == "Pass rate 60.0% is below the threshold 100.0%: 2 of 5 graded cases failed."
+    )
+    assert (run.pass_at_k_rate, run.pass_all_k_rate) == (1.0, 0.6)
+    not_counted = msgspec.structs.replace(run, cases_graded=None)
+    assert run_gate(not_counted).pass_rate == 0.8, "by trial until the run has counted cases"
+    assert not_counted.pass_at_k_rate is None and not_counted.pass_all_k_rate is None
