@@ -161,6 +161,9 @@ class FlakyCaseOut(msgspec.Struct, kw_only=True):
     """A case whose verdict flipped with no change to the case or the agent."""
 
     test_case_id: str
+    description: str | None
+    # The start of the case's input (160 characters at most).
+    input: str
     # Runs that graded the case as it is now, how many it passed, and how many flipped.
     runs: int
     passed: int
@@ -205,6 +208,6 @@ class FlakyController(Controller):
 
 def _flaky_out(case: FlakyCase) -> FlakyCaseOut:
     return FlakyCaseOut(
-        test_case_id=str(case.test_case_id), runs=case.runs, passed=case.passed, flips=case.flips,
-        flip_rate=round(case.flip_rate, 4),
+        test_case_id=str(case.test_case_id), description=case.description, input=case.input,
+        runs=case.runs, passed=case.passed, flips=case.flips, flip_rate=round(case.flip_rate, 4),
     )  # fmt: skip

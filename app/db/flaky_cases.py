@@ -30,15 +30,23 @@ WITH recent AS (
     SELECT test_case_id, passed, split,
            lag(passed) OVER (PARTITION BY test_case_id, agent_id ORDER BY seq) AS before
     FROM verdicts
+), flakiest AS (
+    SELECT test_case_id, count(*) AS runs,
+           count(*) FILTER (WHERE split OR passed <> before) AS flips,
+           count(*) FILTER (WHERE passed) AS passed
+    FROM ordered
+    GROUP BY test_case_id
+    HAVING count(*) FILTER (WHERE split OR passed <> before) > 0
+    ORDER BY count(*) FILTER (WHERE split OR passed <> before)::float / count(*) DESC,
+             test_case_id
+    LIMIT $4
 )
-SELECT test_case_id, count(*) AS runs,
-       count(*) FILTER (WHERE split OR passed <> before) AS flips,
-       count(*) FILTER (WHERE passed) AS passed
-FROM ordered
-GROUP BY test_case_id
-HAVING count(*) FILTER (WHERE split OR passed <> before) > 0
-ORDER BY count(*) FILTER (WHERE split OR passed <> before)::float / count(*) DESC, test_case_id
-LIMIT $4
+SELECT f.test_case_id, f.runs, f.flips, f.passed, v.description,
+       left(v.input #>> '{}', 160) AS input
+FROM flakiest f
+JOIN test_cases c ON c.id = f.test_case_id
+JOIN test_case_revisions v ON v.id = c.current_revision_id
+ORDER BY f.flips::float / f.runs DESC, f.test_case_id
 """
 
 

@@ -78,6 +78,9 @@ class FlakyCase(msgspec.Struct, frozen=True, kw_only=True):
     # Runs whose verdict differs from the run before (with the same agent), or whose trials
     # disagree.
     flips: int
+    # The case as it is now: its description, and the start of its input.
+    description: str | None
+    input: str
 
     @property
     def flip_rate(self) -> float:

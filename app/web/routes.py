@@ -16,6 +16,7 @@ from app.errors import AgentLassoError, TooManyRequests, Unavailable
 from app.web.case_cards import CaseCardPages
 from app.web.case_editor import CaseEditorPages
 from app.web.compare_pages import ComparePages
+from app.web.flaky_pages import flaky_cases
 from app.web.import_pages import ImportPages
 from app.web.rendering import PAGE_HEADERS, STATIC_DIR, page, redirect
 from app.web.run_live import run_live
@@ -53,6 +54,7 @@ def web_routers(settings: Settings) -> list[Router]:
             RunStartPages,
             run_live,
             CaseCardPages,
+            flaky_cases,
             ComparePages,
             traces,
             sign_out,

@@ -80,3 +80,12 @@ async def test_compare_puts_the_new_failure_first_with_both_replies_side_by_side
     await page.get_by_role("link", name="New failures (1)").click()
     await expect(page.get_by_role("heading", level=3)).to_have_text(["A refund that broke"])
     await assert_accessible(page, context="compare, new failures")
+
+    # The dataset's page loads its flaky cases after itself: the case that flipped is there.
+    await page.goto(f"/datasets/{dataset['id']}")
+    flaky = page.get_by_role("region", name="Flaky cases")
+    await expect(flaky.get_by_role("link", name="A refund that broke")).to_be_visible()
+    await expect(flaky.get_by_role("row").filter(has_text="A refund that broke")).to_contain_text(
+        "50.0%"
+    )
+    await assert_accessible(page, context="dataset page with its flaky cases")

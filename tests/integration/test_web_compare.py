@@ -208,3 +208,17 @@ async def test_the_start_form_starts_a_run_with_the_gate_and_baseline_chosen(
     assert refused.status_code == 422
     assert 'aria-describedby="baseline_run_id-error"' in refused.text
     assert "The baseline must be a completed run of the same dataset" in shown_text(refused.text)
+
+
+async def test_the_dataset_page_leads_to_the_cases_that_flip_between_runs(
+    web: httpx.AsyncClient, two_runs: dict[str, Any]
+) -> None:
+    dataset_page = (await web.get(f"/datasets/{two_runs['dataset_id']}")).text
+    assert f'hx-get="/datasets/{two_runs["dataset_id"]}/flaky"' in dataset_page
+    assert "Flaky cases" in shown_text(dataset_page)
+    flaky = await web.get(f"/datasets/{two_runs['dataset_id']}/flaky")
+    assert flaky.status_code == 200
+    rows = re.findall(r'<a href="/cases/([0-9a-f-]{36})">([^<]*)</a>', flaky.text)
+    assert sorted(title for _, title in rows) == ["broken", "mended"]
+    assert {case for case, _ in rows} == {two_runs["ids"]["broken"], two_runs["ids"]["mended"]}
+    assert "broken refund broken 2 1 1 50.0%" in shown_text(flaky.text)
