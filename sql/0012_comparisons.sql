@@ -13,8 +13,10 @@ ALTER TABLE eval_runs
 
 -- One comparison of a run with a baseline, computed once both have ended: its bucket counts,
 -- and a row a case. Rows are listed by bucket (new failures first: rank 1), then in the order
--- the run graded the cases.
-CREATE TABLE run_comparisons (
+-- the run graded the cases. Both tables are a cache of what the runs' results say (the gate's
+-- count is kept on the run itself): unlogged, they cost no WAL to fill, and after a crash they
+-- are empty and each comparison is computed again when asked for.
+CREATE UNLOGGED TABLE run_comparisons (
     run_id uuid NOT NULL REFERENCES eval_runs (id) ON DELETE CASCADE,
     baseline_run_id uuid NOT NULL REFERENCES eval_runs (id) ON DELETE CASCADE,
     counts jsonb NOT NULL,
@@ -26,7 +28,7 @@ CREATE TABLE run_comparisons (
 CREATE INDEX run_comparisons_baseline_idx ON run_comparisons (baseline_run_id);
 -- One index, the listing order: a case's seq is its first result's in the run (the baseline's,
 -- for a removed case), unique within a bucket.
-CREATE TABLE run_comparison_cases (
+CREATE UNLOGGED TABLE run_comparison_cases (
     run_id uuid NOT NULL,
     baseline_run_id uuid NOT NULL,
     rank smallint NOT NULL,

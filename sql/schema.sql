@@ -219,7 +219,7 @@ CREATE TABLE run_chunks (
 );
 CREATE INDEX run_chunks_active_idx ON run_chunks USING btree (state, heartbeat_at) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
 
-CREATE TABLE run_comparison_cases (
+CREATE UNLOGGED TABLE run_comparison_cases (
     run_id uuid NOT NULL,
     baseline_run_id uuid NOT NULL,
     rank smallint NOT NULL,
@@ -232,7 +232,7 @@ CREATE TABLE run_comparison_cases (
     CONSTRAINT run_comparison_cases_run_id_baseline_run_id_fkey FOREIGN KEY (run_id, baseline_run_id) REFERENCES run_comparisons(run_id, baseline_run_id) ON DELETE CASCADE
 );
 
-CREATE TABLE run_comparisons (
+CREATE UNLOGGED TABLE run_comparisons (
     run_id uuid NOT NULL,
     baseline_run_id uuid NOT NULL,
     counts jsonb NOT NULL,

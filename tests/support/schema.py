@@ -14,7 +14,8 @@ import os
 import asyncpg
 
 _TABLES = """
-SELECT c.oid, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+SELECT c.oid, c.relname, c.relpersistence = 'u' AS unlogged
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY c.relname
 """
 
@@ -61,7 +62,8 @@ async def describe_schema(connection: asyncpg.Connection) -> str:
             f"    CONSTRAINT {constraint['conname']} {constraint['definition']}"
             for constraint in await connection.fetch(_CONSTRAINTS, table["oid"])
         ]
-        block = f"CREATE TABLE {table['relname']} (\n" + ",\n".join(parts) + "\n);"
+        kind = "UNLOGGED TABLE" if table["unlogged"] else "TABLE"
+        block = f"CREATE {kind} {table['relname']} (\n" + ",\n".join(parts) + "\n);"
         indexes = await connection.fetch(_INDEXES, table["oid"])
         block += "".join(f"\n{index['definition'].replace('public.', '')};" for index in indexes)
         blocks.append(block)
