@@ -15,7 +15,7 @@ from app.api.pagination import parse_id
 from app.domain.agents import Agent
 from app.domain.datasets import Dataset
 from app.domain.runs import RunGate
-from app.errors import Conflict, InvalidInput
+from app.errors import Conflict, InvalidInput, NotFound, TooManyRequests
 from app.services import agents as agent_service
 from app.services import rerun as rerun_service
 from app.services.start_run import NewRun, start_run
@@ -70,8 +70,8 @@ class RunStartPages(Controller):
             try:
                 # The form's id as the idempotency key: the same click sent twice is one run.
                 started = await start_run(platform, project_id, new_run, _key(form_id))
-            except InvalidInput as exc:
-                errors = by_field(exc.errors) or {"": exc.detail}
+            except (InvalidInput, NotFound, TooManyRequests) as exc:
+                errors = _refused(exc)
             else:
                 return redirect(request, f"/runs/{started.run.id}")
         values = {name: text(form, name) for name in _FIELDS}
@@ -95,6 +95,15 @@ class RunStartPages(Controller):
 
 
 _FIELDS = ("agent", "trials", "concurrency", "threshold", "gate", "baseline_run_id", "labels")
+
+
+def _refused(exc: InvalidInput | NotFound | TooManyRequests) -> dict[str, str]:
+    """Why the run was refused, by the form's field (the agent is `agent` here, `agent_id` to
+    the service); what names no field goes at the top of the form."""
+    errors = by_field(exc.errors) if isinstance(exc, InvalidInput | NotFound) else {}
+    if "agent_id" in errors:
+        errors["agent"] = errors.pop("agent_id")
+    return errors or {"": exc.detail}
 
 
 def _key(form_id: str) -> str | None:

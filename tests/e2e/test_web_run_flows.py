@@ -3,6 +3,7 @@ the Start a run form, the run's page following the run live, Re-run failed and R
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 
 import httpx
@@ -187,3 +188,15 @@ async def test_a_ci_runs_page_follows_its_batches_live(
             assert posted.status_code == 200, posted.text
     assert seen == ["progress", "progress", "final"]
     assert "2 of 2 in: 2 passed" in shown and "Gate passed" in shown
+
+
+async def test_an_agent_not_in_the_project_is_named_on_the_form(
+    web: httpx.AsyncClient, client: httpx.AsyncClient, fake_agent: FakeAgentServer
+) -> None:
+    await register_agent(client, fake_agent.url)
+    dataset_id = await dataset_of(client, ["refund 1"])
+    answer = await start_from_form(web, dataset_id, agent=str(uuid.uuid4()))
+    assert answer.status_code == 422
+    assert 'aria-describedby="agent-error"' in answer.text, "the error sits by the Agent field"
+    assert "No agent with this id in your project." in shown_text(answer.text)
+    assert (await client.get("/api/v1/eval-runs")).json()["items"] == []
