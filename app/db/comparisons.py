@@ -31,11 +31,18 @@ SELECT test_case_id,
 FROM case_results WHERE run_id = {run} GROUP BY test_case_id
 """
 
+# A run of one trial a case has one result a case: nothing to aggregate (a third of the time).
+_PER_RESULT = """
+SELECT test_case_id, outcome = 'passed' AS passed, outcome = 'passed' AS some_passed, seq,
+       revision_id::text AS revision_id, trial AS shown_trial
+FROM case_results WHERE run_id = {run}
+"""
+
 # Ranks are the places in BUCKETS: 1 new_failure, 2 still_failing, 3 flaky, 4 new_case,
 # 5 fixed, 6 removed_case, 7 still_passing.
-_COMPARE = f"""
-WITH cur AS ({_PER_CASE.format(run="$1")}),
-     base AS ({_PER_CASE.format(run="$2")}),
+_COMPARE = """
+WITH cur AS ({current}),
+     base AS ({baseline}),
      compared AS (
     SELECT coalesce(c.test_case_id, b.test_case_id) AS test_case_id,
            CASE WHEN b.test_case_id IS NULL THEN 4
@@ -59,6 +66,20 @@ WITH cur AS ({_PER_CASE.format(run="$1")}),
 SELECT rank, count(*) AS cases, count(*) FILTER (WHERE newly_failing) AS newly_failing
 FROM compared GROUP BY rank
 """
+
+_TRIALS = "SELECT id, trials FROM eval_runs WHERE id = ANY($1::uuid[])"
+
+
+async def _compare_statement(connection: Connection, run_id: UUID, baseline_run_id: UUID) -> str:
+    """The comparison's statement, reading each run's cases as its trials need."""
+    rows = await connection.fetch(_TRIALS, [run_id, baseline_run_id])
+    trials: dict[UUID, int] = {row["id"]: row["trials"] for row in rows}
+
+    def cases(run: UUID, parameter: str) -> str:
+        return (_PER_CASE if trials.get(run, 1) > 1 else _PER_RESULT).format(run=parameter)
+
+    return _COMPARE.format(current=cases(run_id, "$1"), baseline=cases(baseline_run_id, "$2"))
+
 
 _ENOUGH_MEMORY = "SET LOCAL work_mem = '64MB'"
 
@@ -90,7 +111,8 @@ async def compare(connection: Connection, run_id: UUID, baseline_run_id: UUID) -
         # Two 100,000-case aggregates and their join fit in memory with this much, where the
         # default spills them to disk (for this transaction only).
         await connection.execute(_ENOUGH_MEMORY)
-        rows = await connection.fetch(_COMPARE, run_id, baseline_run_id)
+        statement = await _compare_statement(connection, run_id, baseline_run_id)
+        rows = await connection.fetch(statement, run_id, baseline_run_id)
         counts = {BUCKETS[row["rank"] - 1]: row["cases"] for row in rows}
         new_failures = sum(row["newly_failing"] for row in rows)
         await connection.execute(_FINISH, run_id, baseline_run_id, counts, new_failures)

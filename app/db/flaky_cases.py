@@ -18,12 +18,19 @@ WITH recent AS (
     WHERE project_id = $1 AND dataset_id = $2 AND status = 'completed'
     ORDER BY seq DESC
     LIMIT $3
+), candidates AS (
+    -- Only a case that did not pass somewhere can flip: found through the outcome index, so
+    -- the cases that always passed (most of a healthy dataset) are never read.
+    SELECT DISTINCT r.test_case_id
+    FROM recent JOIN case_results r
+      ON r.run_id = recent.id AND r.outcome IN ('failed', 'not_graded')
 ), verdicts AS (
     SELECT r.test_case_id, recent.agent_id, recent.seq,
            bool_and(r.outcome = 'passed') AS passed,
            bool_or(r.outcome = 'passed') AND NOT bool_and(r.outcome = 'passed') AS split
-    FROM recent
-    JOIN case_results r ON r.run_id = recent.id
+    FROM candidates k
+    CROSS JOIN recent
+    JOIN case_results r ON r.run_id = recent.id AND r.test_case_id = k.test_case_id
     JOIN test_cases c ON c.id = r.test_case_id AND c.current_revision_id = r.revision_id
     GROUP BY r.test_case_id, recent.agent_id, recent.seq
 ), ordered AS (

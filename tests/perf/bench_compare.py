@@ -47,8 +47,9 @@ def passes(number: int, run: int) -> bool:
     return number % 20 != 0 and number % 100 != 75
 
 
-def run_once(api: httpx.Client, dataset_id: str, run: int, **body: Any) -> tuple[str, float]:
-    """A CI-mode run with its results posted; its id and the last batch's seconds."""
+def run_once(api: httpx.Client, dataset_id: str, run: int, **body: Any) -> tuple[str, float, float]:
+    """A CI-mode run with its results posted; its id, the first batch's seconds and the last
+    batch's (which completes the run)."""
     created = api.post("/api/v1/eval-runs", json={"dataset_id": dataset_id, **body})
     assert created.status_code == 201, created.text[:300]
     answer = created.json()
@@ -57,16 +58,16 @@ def run_once(api: httpx.Client, dataset_id: str, run: int, **body: Any) -> tuple
          "actual_output": _GOOD if passes(number, run) else "Sorry."}
         for number, case in enumerate(answer["test_cases"])
     ]  # fmt: skip
-    last = 0.0
+    took = []
     for start in range(0, len(results), BATCH):
         began = time.perf_counter()
         posted = api.post(
             "/api/v1/eval-run-results",
             json={"run_id": answer["run_id"], "results": results[start : start + BATCH]},
         )
-        last = time.perf_counter() - began
+        took.append(time.perf_counter() - began)
         assert posted.status_code == 200, posted.text[:300]
-    return str(answer["run_id"]), last
+    return str(answer["run_id"]), took[0], took[-1]
 
 
 def timed_ms(get: Any, rounds: int) -> list[float]:
@@ -95,15 +96,15 @@ def bench(base_url: str, key: str, cases: int, rounds: int) -> tuple[str, str]:
         headers={"content-type": "application/x-ndjson"},
     )
     assert imported.status_code == 201, imported.text[:300]
-    first, _ = run_once(api, dataset["id"], 1)
-    baseline_of_nothing, _ = run_once(api, dataset["id"], 1)
-    second, last_batch = run_once(api, dataset["id"], 2, gate="no_new_failures",
-                                  baseline_run_id=first)  # fmt: skip
+    first, _, _ = run_once(api, dataset["id"], 1)
+    baseline_of_nothing, _, _ = run_once(api, dataset["id"], 1)
+    second, first_batch, last_batch = run_once(api, dataset["id"], 2, gate="no_new_failures",
+                                               baseline_run_id=first)  # fmt: skip
     run = api.get(f"/api/v1/eval-runs/{second}").json()
     print(
-        f"the last batch of {BATCH:,} results, completing the run and comparing {cases:,} cases "
-        f"with the baseline: {last_batch * 1000:.0f} ms; new failures {run['new_failures']:,}, "
-        f"gate: {run['ci_fail_reason']}"
+        f"a batch of {BATCH:,} results: {first_batch * 1000:.0f} ms; the last, completing the run "
+        f"and comparing {cases:,} cases with the baseline: {last_batch * 1000:.0f} ms; new "
+        f"failures {run['new_failures']:,}, gate: {run['ci_fail_reason']}"
     )
     compare = f"/api/v1/eval-runs/{second}/compare"
     page = api.get(compare, params={"bucket": "new_failure", "limit": 50}).json()
@@ -153,10 +154,14 @@ def explain(database_url: str, run_id: str, baseline_id: str) -> None:
     async def show() -> None:
         connection = await asyncpg.connect(database_url)
         try:
+            comparing = await comparisons._compare_statement(
+                connection, uuid.UUID(run_id), uuid.UUID(baseline_id)
+            )
             for name, sql in (("counting cases by trial", runs._COUNT_CASES),
-                              ("comparing with a baseline", comparisons._COMPARE)):  # fmt: skip
+                              ("comparing with a baseline", comparing)):  # fmt: skip
                 transaction = connection.transaction()
                 await transaction.start()
+                await connection.execute(comparisons._ENOUGH_MEMORY)
                 pair = (uuid.UUID(run_id), uuid.UUID(baseline_id))
                 await connection.execute(
                     "DELETE FROM run_comparisons WHERE run_id = $1 AND baseline_run_id = $2", *pair
