@@ -181,9 +181,9 @@ _PINNED_CASES_BY_ID = """
 SELECT p.position, p.test_case_id, p.revision_id, r.input, r.checks_version, r.checks,
        r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
        r.description
-FROM eval_run_cases p
+FROM unnest($2::uuid[]) AS k(test_case_id)
+JOIN eval_run_cases p ON p.run_id = $1 AND p.test_case_id = k.test_case_id
 JOIN test_case_revisions r ON r.id = p.revision_id
-WHERE p.run_id = $1 AND p.test_case_id = ANY($2::uuid[])
 """
 
 _APPLY_COUNTS = f"""

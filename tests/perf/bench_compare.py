@@ -67,6 +67,8 @@ def run_once(api: httpx.Client, dataset_id: str, run: int, **body: Any) -> tuple
         )
         took.append(time.perf_counter() - began)
         assert posted.status_code == 200, posted.text[:300]
+    print(f"run {run}: batches of {BATCH:,} took " + ", ".join(f"{t * 1000:.0f}" for t in took)
+          + " ms")  # fmt: skip
     return str(answer["run_id"]), took[0], took[-1]
 
 
