@@ -242,11 +242,13 @@ async def results_by_key(
 
 
 _TRIALS = """
-SELECT c.test_case_id, bool_or(c.outcome = 'passed') AS pass_at_k,
-       bool_and(c.outcome = 'passed') AS pass_all_k
-FROM unnest($2::uuid[]) AS k(test_case_id)
-JOIN case_results c ON c.run_id = $1 AND c.test_case_id = k.test_case_id
-GROUP BY c.test_case_id
+SELECT k.test_case_id, t.pass_at_k, t.pass_all_k
+FROM unnest($2::uuid[]) AS k(test_case_id),
+     -- A page's few cases, each looked up by primary key, however stale the statistics.
+     LATERAL (SELECT bool_or(c.outcome = 'passed') AS pass_at_k,
+                     bool_and(c.outcome = 'passed') AS pass_all_k
+              FROM case_results c WHERE c.run_id = $1 AND c.test_case_id = k.test_case_id) t
+WHERE t.pass_at_k IS NOT NULL
 """
 
 
