@@ -39,7 +39,8 @@ FROM case_results WHERE run_id = {run}
 """
 
 # Ranks are the places in BUCKETS: 1 new_failure, 2 still_failing, 3 flaky, 4 new_case,
-# 5 fixed, 6 removed_case, 7 still_passing.
+# 5 fixed, 6 removed_case, 7 still_passing. The cases still passing (most of a healthy run) are
+# counted but not stored: their pages are read from the two runs' results (_STILL_PASSING).
 _COMPARE = """
 WITH cur AS ({current}),
      base AS ({baseline}),
@@ -61,7 +62,7 @@ WITH cur AS ({current}),
     INSERT INTO run_comparison_cases (run_id, baseline_run_id, test_case_id, rank, seq,
                                       revision_changed, current_trial, baseline_trial)
     SELECT $1, $2, test_case_id, rank, seq, revision_changed, current_trial, baseline_trial
-    FROM compared
+    FROM compared WHERE rank <> 7
 )
 SELECT rank, count(*) AS cases, count(*) FILTER (WHERE newly_failing) AS newly_failing
 FROM compared GROUP BY rank
@@ -102,6 +103,24 @@ WHERE run_id = $1 AND baseline_run_id = $2 AND rank = ANY($3::smallint[]) AND (r
 ORDER BY rank, seq
 LIMIT $6
 """
+
+
+# Cases whose every trial passed in both runs, in the order the run graded their first trial.
+_STILL_PASSING = """
+SELECT c.test_case_id, 7 AS rank, c.seq, c.revision_id <> b.revision_id AS revision_changed,
+       1 AS current_trial, 1 AS baseline_trial
+FROM case_results c
+JOIN case_results b ON b.run_id = $2 AND b.test_case_id = c.test_case_id AND b.trial = 1
+WHERE c.run_id = $1 AND c.outcome = 'passed' AND c.trial = 1 AND c.seq > $3
+  AND b.outcome = 'passed'
+  AND NOT EXISTS (SELECT 1 FROM case_results x
+                  WHERE x.run_id = $1 AND x.test_case_id = c.test_case_id AND x.outcome <> 'passed')
+  AND NOT EXISTS (SELECT 1 FROM case_results y
+                  WHERE y.run_id = $2 AND y.test_case_id = c.test_case_id AND y.outcome <> 'passed')
+ORDER BY c.seq
+LIMIT $4
+"""
+_STILL_PASSING_RANK = rank_of("still_passing")
 
 
 async def compare(connection: Connection, run_id: UUID, baseline_run_id: UUID) -> Comparison:
@@ -145,7 +164,14 @@ async def compared_page(
     """A page of the compared cases in these buckets, after (rank, seq), in listing order."""
     ranks = [rank_of(bucket) for bucket in buckets]
     rows = await executor.fetch(_PAGE, run_id, baseline_run_id, ranks, *after, limit)
-    return [_row(row) for row in rows]
+    page = [_row(row) for row in rows]
+    if _STILL_PASSING_RANK in ranks and len(page) < limit:
+        after_seq = after[1] if after[0] == _STILL_PASSING_RANK else 0
+        rows = await executor.fetch(
+            _STILL_PASSING, run_id, baseline_run_id, after_seq, limit - len(page)
+        )
+        page += [_row(row) for row in rows]
+    return page
 
 
 def _comparison(row: asyncpg.Record) -> Comparison:

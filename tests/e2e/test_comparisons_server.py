@@ -40,6 +40,10 @@ async def test_a_server_run_fails_its_gate_only_on_what_passed_before(
     assert (first_item["test_case_id"], first_item["bucket"]) == (stricter["id"], "new_failure")
     assert first_item["revision_changed"] is True, "a changed check, not a changed agent"
     assert compared["counts"]["still_failing"] == 1 and compared["counts"]["still_passing"] == 1
+    listed = [item["bucket"] for item in compared["items"]]
+    assert listed == ["new_failure", "still_failing", "still_passing"], "every case, in order"
+    passing = compared["items"][2]
+    assert passing["current"]["pass_all_k"] and passing["baseline"]["pass_all_k"]
 
 
 def answering_by_trial() -> Handler:
