@@ -31,7 +31,7 @@ async def run_again(
     request = NewRun(
         dataset_id=source.dataset_id, pass_threshold=source.pass_threshold, agent_id=agent_id,
         trials=source.trials, concurrency=source.concurrency, labels=labels,
-        judge_cache=source.judge_use_cache,
+        judge_cache=source.judge_use_cache, gate=source.gate,
     )  # fmt: skip
     failed_in = source.id if only_failed else None
     started = await start_run(platform, project_id, request, idempotency_key, failed_in)

@@ -94,7 +94,8 @@ async def test_re_run_failed_grades_only_the_failures_at_their_current_revision(
     workers.start()
     await register_agent(client, fake_agent.url)
     dataset_id = await dataset_of(client, ["refund 1", "promise 2", "promise 3"])
-    first = path_of(await start_from_form(web, dataset_id)).removeprefix("/runs/")
+    started = await start_from_form(web, dataset_id, gate="no_new_failures")
+    first = path_of(started).removeprefix("/runs/")
     assert (await wait_final(client, first))["counts"]["failed"] == 2
     cases = (await client.get(f"/api/v1/datasets/{dataset_id}/test-cases")).json()["items"]
     fixed = next(case for case in cases if case["input"] == "promise 2")
@@ -107,6 +108,7 @@ async def test_re_run_failed_grades_only_the_failures_at_their_current_revision(
     final = await wait_final(client, rerun)
     assert final["counts"]["total"] == 2 and final["counts"]["passed"] == 1
     assert final["labels"] == {"rerun_of": first} and final["agent_id"] is not None
+    assert final["gate"] == "no_new_failures", "the re-run keeps the run's gate"
     inputs = {request["input"] for request in fake_agent.requests if request["run_id"] == rerun}
     assert inputs == {"promise 2", "promise 3"}
 
