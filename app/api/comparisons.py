@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 from uuid import UUID
 
@@ -11,25 +10,27 @@ from litestar import Controller, get
 from litestar.params import FromPath, FromQuery, QueryParameter
 
 from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import parse_id
+from app.api.pagination import (
+    COMPARE_CURSOR,
+    decode_compared_cursor,
+    encode_compared_cursor,
+    parse_id,
+)
 from app.api.run_results import MAX_PAGE_BYTES, StoredResult, stored_result_out
 from app.domain.comparisons import BUCKETS, Bucket, ComparedCase, FlakyCase
-from app.errors import FieldError, InvalidInput
 from app.services import comparisons
 
 MAX_COMPARED = 200
+_CURSOR_HINT = "The next_cursor of the previous page."
 # A flaky case is told by its last runs: enough to see flips, few enough to read fast.
 DEFAULT_RECENT_RUNS = 10
 MAX_RECENT_RUNS = 50
-COMPARE_CURSOR = re.compile(r"^([1-7])\.(\d{1,18})$")
 CompareLimit = Annotated[
     int, QueryParameter(ge=1, le=MAX_COMPARED, description="Cases per page (both results each).")
 ]
 CompareCursor = Annotated[
     str | None,
-    QueryParameter(
-        pattern=COMPARE_CURSOR.pattern, description="The next_cursor of the previous page."
-    ),
+    QueryParameter(pattern=COMPARE_CURSOR.pattern, description=_CURSOR_HINT),
 ]
 BaselineParameter = Annotated[
     UUID | None,
@@ -96,7 +97,7 @@ class ComparisonController(Controller):
         Both runs must have ended; a page stops short of 8 MiB."""
         page = await comparisons.compare_runs(
             platform, project_id, parse_id(run_id, "run"), baseline, bucket,
-            _after(cursor), limit,
+            decode_compared_cursor(cursor, _CURSOR_HINT), limit,
         )  # fmt: skip
         items, cut_after = _items_within_bytes(page.cases)
         after = cut_after or page.after
@@ -105,7 +106,7 @@ class ComparisonController(Controller):
             baseline_run_id=None if page.baseline is None else str(page.baseline.id),
             counts=BucketCounts(**page.counts),
             items=items,
-            next_cursor=None if after is None else f"{after[0]}.{after[1]}",
+            next_cursor=encode_compared_cursor(after),
         )
 
 
@@ -139,16 +140,6 @@ def _out(case: ComparedCase) -> ComparedCaseOut:
         if case.baseline is None
         else stored_result_out(case.baseline, case.baseline_trials),
     )
-
-
-def _after(cursor: str | None) -> tuple[int, int]:
-    if not cursor:
-        return (0, 0)
-    found = COMPARE_CURSOR.match(cursor)
-    if found is None:
-        problem = FieldError(parameter="cursor", detail="Use the next_cursor of the previous page.")
-        raise InvalidInput("The cursor is not valid.", [problem])
-    return int(found[1]), int(found[2])
 
 
 RecentRuns = Annotated[

@@ -32,9 +32,9 @@ from litestar.openapi.spec import (
 from litestar.openapi.spec.enums import OpenAPIType
 
 import app.api
-from app.api.comparisons import COMPARE_CURSOR, MAX_COMPARED
+from app.api.comparisons import MAX_COMPARED
 from app.api.openapi_examples import BODY_EXAMPLES, IMPORT_EXAMPLE
-from app.api.pagination import CURSOR_PATTERN, MAX_LIMIT
+from app.api.pagination import COMPARE_CURSOR, CURSOR_PATTERN, MAX_LIMIT
 from app.api.problems import PROBLEM_JSON, Problem
 
 API_KEY_SCHEME = "apiKey"

@@ -58,3 +58,25 @@ def parse_id(raw: str, what: str) -> UUID:
         return UUID(raw)
     except ValueError:
         raise NotFound(f"No {what} with this id in your project.") from None
+
+
+# A comparison's cases are listed by bucket rank, then seq: its cursor is `rank.seq`.
+COMPARE_CURSOR = re.compile(r"^([1-7])\.(\d{1,18})$")
+
+
+def encode_compared_cursor(after: tuple[int, int] | None) -> str | None:
+    """The cursor that continues a comparison after (rank, seq); None at the end."""
+    return None if after is None else f"{after[0]}.{after[1]}"
+
+
+def decode_compared_cursor(cursor: str | None, hint: str) -> tuple[int, int]:
+    """The (rank, seq) a comparison's cursor continues after ((0, 0): the first page); `hint`
+    says where a valid one comes from."""
+    if not cursor:
+        return (0, 0)
+    found = COMPARE_CURSOR.match(cursor)
+    if found is None:
+        raise InvalidInput(
+            "The cursor is not valid.", [FieldError(parameter="cursor", detail=hint)]
+        )
+    return int(found[1]), int(found[2])

@@ -15,7 +15,6 @@ import msgspec
 
 from app.cli.gate_report import GateReport, case_lines, percent
 from app.cli.pr_comment import (
-    CompareCounts,
     ComparedCase,
     ComparisonSummary,
     FailedCheck,
@@ -217,7 +216,7 @@ def _summary(gate: RunGate, compared: Compared, texts: Mapping[str, CaseText]) -
         bucket: [_compared_case(item, texts, gate.web_url) for item in items]
         for bucket, items in compared.cases.items()
     }
-    counts = CompareCounts(**msgspec.structs.asdict(compared.counts))
+    counts = compared.counts
     truncated = {bucket: getattr(counts, bucket) for bucket in cases}
     if "new_case" in cases:
         # Those that fail of the new cases read; any not read are counted as failing (at most).
@@ -240,7 +239,7 @@ def _summary_without_baseline(
         )
         for case_id, result in shown.items()
     ]  # fmt: skip
-    counts = CompareCounts(new_case=len({result.test_case_id for result in results}))
+    counts = BucketCounts(new_case=len({result.test_case_id for result in results}))
     cases = {"new_case": failing[:NEW_CASES_READ]}
     return _summary_of(gate, None, counts, cases, {"new_case": len(failing)})
 
@@ -248,7 +247,7 @@ def _summary_without_baseline(
 def _summary_of(
     gate: RunGate,
     baseline_run_id: str | None,
-    counts: CompareCounts,
+    counts: BucketCounts,
     cases: dict[str, list[ComparedCase]],
     truncated_from: dict[str, int],
 ) -> ComparisonSummary:

@@ -10,6 +10,8 @@ from urllib.parse import quote, urlsplit
 
 import msgspec
 
+from app.client import BucketCounts
+
 # GitHub refuses a comment longer than 65,536 characters; this leaves room to spare.
 MAX_COMMENT_CHARS = 65_000
 DESCRIPTION_CHARS = 80
@@ -70,18 +72,6 @@ _BLOCK_START = re.compile(r"^(\d{1,9})([.)])|^([+\-])")
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:/-]{1,100}")
 
 
-class CompareCounts(msgspec.Struct, frozen=True, kw_only=True):
-    """How many cases fell in each bucket of a comparison."""
-
-    new_failure: int = 0
-    fixed: int = 0
-    still_failing: int = 0
-    still_passing: int = 0
-    new_case: int = 0
-    removed_case: int = 0
-    flaky: int = 0
-
-
 class FailedCheck(msgspec.Struct, frozen=True, kw_only=True):
     """A check that did not pass in the compared run."""
 
@@ -113,7 +103,7 @@ class ComparisonSummary(msgspec.Struct, frozen=True, kw_only=True):
     gate_reason: str | None
     pass_rate: float | None
     pass_threshold: float
-    counts: CompareCounts
+    counts: BucketCounts
     new_failures: list[ComparedCase]
     others: dict[str, list[ComparedCase]]
     truncated_from: dict[str, int]

@@ -4,7 +4,6 @@ new failures first; each case opens both replies and both verdict lists side by 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
@@ -14,13 +13,13 @@ from litestar import Controller, Request, Response, get
 from litestar.params import FromPath
 
 from app.api.auth import PlatformDep
-from app.api.pagination import parse_id
+from app.api.pagination import decode_compared_cursor, encode_compared_cursor, parse_id
 from app.domain.case_results import StoredResult
 from app.domain.comparisons import BUCKETS, Bucket, ComparedCase
 from app.domain.results import CheckResult
 from app.domain.runs import Run
 from app.domain.web import Revision
-from app.errors import Conflict, FieldError, InvalidInput
+from app.errors import Conflict
 from app.services import comparisons as comparison_service
 from app.services import datasets as dataset_service
 from app.services import runs as run_service
@@ -45,7 +44,6 @@ BUCKET_NAMES: dict[Bucket, str] = {
     "still_passing": "Still passing",
 }
 _BUCKETS: dict[str, Bucket] = {bucket: bucket for bucket in BUCKETS}
-_CURSOR = re.compile(r"^([1-7])\.(\d{1,18})$")
 _NOT_YET = "The comparison is available when the run and its baseline have ended."
 
 
@@ -66,7 +64,8 @@ class ComparePages(Controller):
         try:
             compared = await comparison_service.compare_runs(
                 platform, project_id, parse_id(run_id, "run"), baseline_id, bucket,
-                _after(query.get("cursor")), PAGE_SIZE,
+                decode_compared_cursor(query.get("cursor"), "Use the link to the next page."),
+                PAGE_SIZE,
             )  # fmt: skip
         except Conflict:
             run = await run_service.get_run(platform, project_id, parse_id(run_id, "run"))
@@ -83,7 +82,7 @@ class ComparePages(Controller):
             total=sum(compared.counts.values()), bucket=bucket or "",
             bucket_query=urlencode(kept), page_query=urlencode({**kept, "bucket": bucket or ""}),
             cases=await _cases_shown(platform, run, compared.baseline, compared.cases),
-            next_cursor=f"{after[0]}.{after[1]}" if after else None,
+            next_cursor=encode_compared_cursor(after),
             baseline_asked=asked["baseline"],
             baseline_choices=await baseline_choices(
                 platform, project_id, run.dataset_id, "This run's own baseline"
@@ -123,17 +122,6 @@ async def _not_yet(
 async def _dataset_name(platform: Platform, project_id: UUID, run: Run) -> str | None:
     names = await dataset_service.dataset_names(platform, project_id, [run.dataset_id])
     return names.get(run.dataset_id)
-
-
-def _after(cursor: str | None) -> tuple[int, int]:
-    """The service's cursor from the page's `rank.seq`."""
-    if not cursor:
-        return (0, 0)
-    found = _CURSOR.match(cursor)
-    if found is None:
-        problem = FieldError(parameter="cursor", detail="Use the link to the next page.")
-        raise InvalidInput("The cursor is not valid.", [problem])
-    return int(found[1]), int(found[2])
 
 
 async def _cases_shown(

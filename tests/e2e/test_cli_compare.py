@@ -5,7 +5,6 @@ processes, the real CLI, an `--agent-cmd` agent whose answers the test changes b
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -22,7 +21,14 @@ from markdown_it import MarkdownIt
 from app.config import Settings
 from tests.support.api import dataset_of, register_agent, start_run, wait_final
 from tests.support.fake_agent import FakeAgentServer
-from tests.support.processes import ROOT, WorkerProcesses, agentlasso, api_process
+from tests.support.processes import (
+    ROOT,
+    WorkerProcesses,
+    agentlasso,
+    agentlasso_awaited,
+    api_process,
+    run_id_printed,
+)
 
 PUBLIC_URL = "https://lasso.example.com/team-a"
 CHECKS = [
@@ -96,21 +102,7 @@ def cli(base_url: str, key: str, *args: str) -> subprocess.CompletedProcess[str]
 
 async def cli_async(base_url: str, key: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`cli`, without blocking the event loop the in-process API serves from."""
-    env = {**os.environ, "AGENTLASSO_URL": base_url, "AGENTLASSO_API_KEY": key}
-    env.pop("GITHUB_STEP_SUMMARY", None)
-    process = await asyncio.create_subprocess_exec(
-        *agentlasso(*args), cwd=ROOT, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode is not None
-    return subprocess.CompletedProcess(args, process.returncode, out.decode(), err.decode())
-
-
-def run_id_printed(stdout: str) -> str:
-    first = stdout.splitlines()[0]
-    assert first.startswith("Run "), stdout
-    return first.split()[1].rstrip(":")
+    return await agentlasso_awaited(base_url, key, *args)
 
 
 def indented_under(lines: list[str], at: int) -> list[str]:

@@ -5,7 +5,6 @@ print no link. Real `agentlasso api` processes, the real CLI, a fake agent on lo
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import xml.etree.ElementTree as ElementTree
@@ -20,7 +19,15 @@ import pytest_asyncio
 from app.config import Settings
 from tests.support.api import CHECKS, create_dataset, register_agent, start_run
 from tests.support.fake_agent import FakeAgentServer, running_fake_agent
-from tests.support.processes import ROOT, WorkerProcesses, agentlasso, api_process, free_port
+from tests.support.processes import (
+    ROOT,
+    WorkerProcesses,
+    agentlasso,
+    agentlasso_awaited,
+    api_process,
+    free_port,
+    run_id_printed,
+)
 from tests.support.web import browser, shown_text, signed_in_csrf
 
 # Where people would open the web app: behind a proxy, under a path prefix.
@@ -50,17 +57,6 @@ def linked_api_url(settings: Settings) -> Iterator[str]:
 def fake_agent() -> Iterator[FakeAgentServer]:
     with running_fake_agent() as server:
         yield server
-
-
-@pytest.fixture
-def workers(settings: Settings) -> Iterator[WorkerProcesses]:
-    pool = WorkerProcesses(
-        settings.database_url, settings.redis_url, settings.queue_name, settings.secret_key or ""
-    )
-    try:
-        yield pool
-    finally:
-        pool.stop_all()
 
 
 @pytest_asyncio.fixture
@@ -100,26 +96,10 @@ async def run_command(
     client: httpx.AsyncClient, *args: str, summary: Path
 ) -> subprocess.CompletedProcess[str]:
     """`agentlasso <args>` against the client's server, as a CI job runs it."""
-    env = {
-        **os.environ,
-        "AGENTLASSO_URL": str(client.base_url),
-        "AGENTLASSO_API_KEY": client.headers["x-api-key"],
-        "GITHUB_STEP_SUMMARY": str(summary),
-    }
-    process = await asyncio.create_subprocess_exec(
-        *agentlasso(*args), cwd=ROOT, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return await agentlasso_awaited(
+        str(client.base_url), client.headers["x-api-key"], *args,
+        env={"GITHUB_STEP_SUMMARY": str(summary)},
     )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode is not None
-    return subprocess.CompletedProcess(args, process.returncode, out.decode(), err.decode())
-
-
-def run_id_printed(stdout: str) -> str:
-    """The run id from the command's first line, `Run <id>: ...`."""
-    first = stdout.splitlines()[0]
-    assert first.startswith("Run "), stdout
-    return first.split()[1].rstrip(":")
 
 
 def case_blocks(stdout: str) -> dict[str, list[str]]:

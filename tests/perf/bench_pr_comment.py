@@ -14,12 +14,12 @@ from pathlib import Path
 
 from app.cli.pr_comment import (
     MAX_COMMENT_CHARS,
-    CompareCounts,
     ComparedCase,
     ComparisonSummary,
     FailedCheck,
     write_comment_file,
 )
+from app.client import BucketCounts
 
 RUN_URL = "https://lasso.example/runs/0190f3c2-7d1e-7b44-9a51-2f0c4e6b8d11"
 LISTED = 1_000  # the most the client lists of each bucket other than the new failures
@@ -57,7 +57,7 @@ def make_summary(cases: int, new_failures: int) -> ComparisonSummary:
         "fixed": 2_000,
         "removed_case": 200,
     }
-    counts = CompareCounts(
+    counts = BucketCounts(
         new_failure=new_failures,
         still_passing=cases - new_failures - sum(others.values()),
         **others,

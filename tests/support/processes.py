@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -30,6 +31,32 @@ def free_port() -> int:
 def agentlasso(*args: str) -> list[str]:
     """The argv that runs an `agentlasso` command with this interpreter."""
     return [sys.executable, "-m", "app.cli", *args]
+
+
+async def agentlasso_awaited(
+    base_url: str, key: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`agentlasso <args>` against a server as a CI job runs it, awaited without blocking the
+    event loop (an in-process API serves from it); `env` adds to (or, with "", removes from)
+    the process's environment."""
+    full = {**os.environ, "AGENTLASSO_URL": base_url, "AGENTLASSO_API_KEY": key}
+    full.pop("GITHUB_STEP_SUMMARY", None)
+    full |= env or {}
+    full = {name: value for name, value in full.items() if value != ""}
+    process = await asyncio.create_subprocess_exec(
+        *agentlasso(*args), cwd=ROOT, env=full,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode is not None
+    return subprocess.CompletedProcess(args, process.returncode, out.decode(), err.decode())
+
+
+def run_id_printed(stdout: str) -> str:
+    """The run id from a gate command's first line, `Run <id>: ...`."""
+    first = stdout.splitlines()[0]
+    assert first.startswith("Run "), stdout
+    return first.split()[1].rstrip(":")
 
 
 @contextlib.contextmanager

@@ -16,13 +16,13 @@ from markdown_it import MarkdownIt
 
 from app.cli import pr_comment
 from app.cli.pr_comment import (
-    CompareCounts,
     ComparedCase,
     ComparisonSummary,
     FailedCheck,
     render_comment,
     write_comment_file,
 )
+from app.client import BucketCounts
 from app.web import case_form
 
 RUN_URL = "https://lasso.example/runs/run-2"
@@ -84,7 +84,7 @@ def make_summary(**changes: object) -> ComparisonSummary:
         gate_reason="2 cases are new failures",
         pass_rate=0.875,
         pass_threshold=0.9,
-        counts=CompareCounts(
+        counts=BucketCounts(
             new_failure=2, fixed=1, still_failing=3, still_passing=10, new_case=1, flaky=1
         ),
         new_failures=[make_case(1), make_case(2)],
@@ -189,14 +189,14 @@ def test_the_heading_gives_the_verdict_in_words_the_reason_and_the_baseline() ->
 
 
 def test_without_a_baseline_the_comment_says_every_case_is_new() -> None:
-    summary = make_summary(baseline_run_id=None, new_failures=[], counts=CompareCounts(new_case=3))
+    summary = make_summary(baseline_run_id=None, new_failures=[], counts=BucketCounts(new_case=3))
     text = rendered(render_comment(summary)).text()
     assert "No baseline: every case is new." in text
     assert "Nothing can be a new failure without a baseline." in text
 
 
 def test_a_table_gives_every_bucket_count_in_words() -> None:
-    counts = CompareCounts(
+    counts = BucketCounts(
         new_failure=5_000, fixed=12, still_failing=3, still_passing=94_000, new_case=7,
         removed_case=2, flaky=1,
     )  # fmt: skip
@@ -359,7 +359,7 @@ def big_summary(new_failures: int = 5_000, cases: int = 100_000) -> ComparisonSu
         for i, kind in enumerate(("tool_called", "output_contains", "llm_judge"))
     ]
     listed = 1_000  # the client asks the server for at most this many of each other bucket
-    counts = CompareCounts(
+    counts = BucketCounts(
         new_failure=new_failures, fixed=2_000, still_failing=3_000, new_case=500, flaky=300,
         removed_case=200, still_passing=max(0, cases - new_failures - 6_000),
     )  # fmt: skip
