@@ -31,6 +31,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_body_bytes: int = 10 * 1024 * 1024
     max_import_bytes: int = 512 * 1024 * 1024
     max_import_lines: int = 1_000_000
+    # An OTLP trace request: its body once decompressed, and the spans it may carry.
+    trace_max_body_bytes: int = 32 * 1024 * 1024
+    trace_max_spans_per_request: int = 10_000
     # Long-polls, event streams and CI batches waiting on runs that one API process holds, in
     # all and for one project: past these a new one is a 503 with Retry-After.
     max_waiters: int = 5_000
@@ -90,6 +93,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # How long POST /eval-run-results waits for verdicts before answering 202.
     judge_wait_s: float = 25.0
     judge_forced_tool_models: tuple[str, ...] = ("claude-haiku-4-5",)
+    # Generating cases (the judge's key and model): the whole request's deadline, model calls
+    # in flight for one request, and the tokens one answer (a plan or a case) may take.
+    generation_deadline_s: float = 120.0
+    generation_concurrency: int = 4
+    generation_max_tokens: int = 4096
     # US dollars per million tokens, input and output (late 2026 list prices).
     judge_prices: dict[str, tuple[float, float]] = msgspec.field(
         default_factory=lambda: dict(DEFAULT_JUDGE_PRICES)
@@ -104,6 +112,8 @@ ENVIRONMENT_VARIABLES = {
     "max_body_bytes": "AGENTLASSO_MAX_BODY_BYTES",
     "max_import_bytes": "AGENTLASSO_MAX_IMPORT_BYTES",
     "max_import_lines": "AGENTLASSO_MAX_IMPORT_LINES",
+    "trace_max_body_bytes": "AGENTLASSO_TRACE_MAX_BODY_BYTES",
+    "trace_max_spans_per_request": "AGENTLASSO_TRACE_MAX_SPANS_PER_REQUEST",
     "grading_budget_s": "AGENTLASSO_GRADING_BUDGET_S",
     "rate_limit_per_s": "AGENTLASSO_RATE_LIMIT_PER_S",
     "rate_limit_burst": "AGENTLASSO_RATE_LIMIT_BURST",
@@ -137,6 +147,9 @@ ENVIRONMENT_VARIABLES = {
     "judge_wait_s": "AGENTLASSO_JUDGE_WAIT_S",
     "judge_max_input_chars": "AGENTLASSO_JUDGE_MAX_INPUT_CHARS",
     "judge_forced_tool_models": "AGENTLASSO_JUDGE_FORCED_TOOL_MODELS",
+    "generation_deadline_s": "AGENTLASSO_GENERATION_DEADLINE_S",
+    "generation_concurrency": "AGENTLASSO_GENERATION_CONCURRENCY",
+    "generation_max_tokens": "AGENTLASSO_GENERATION_MAX_TOKENS",
 }
 
 

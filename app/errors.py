@@ -16,6 +16,7 @@ class FieldError(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     detail: str
     pointer: str | None = None
     parameter: str | None = None
+    header: str | None = None
     # For JSON Lines bodies: the 1-based line the pointer is relative to.
     line: int | None = None
 
@@ -83,6 +84,16 @@ class BodyTooLarge(AgentLassoError):
     """The body is over the endpoint's size limit."""
 
     title = "Request body too large"
+
+
+class UnsupportedMediaType(AgentLassoError):
+    """The body is in a format the endpoint does not read; `errors` names the header."""
+
+    title = "Unsupported media type"
+
+    def __init__(self, detail: str, header: str = "content-type") -> None:
+        super().__init__(detail)
+        self.errors = [FieldError(header=header, detail=detail)]
 
 
 class Unavailable(AgentLassoError):

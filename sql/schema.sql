@@ -38,6 +38,65 @@ CREATE TABLE api_keys (
 );
 CREATE INDEX api_keys_prefix_idx ON api_keys USING btree (prefix);
 
+CREATE TABLE case_drafts (
+    id uuid NOT NULL,
+    project_id uuid NOT NULL,
+    dataset_id uuid NOT NULL,
+    generation_id uuid NOT NULL,
+    seq bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    status text NOT NULL DEFAULT 'pending'::text,
+    category text NOT NULL,
+    tool text NOT NULL,
+    intent text NOT NULL,
+    input jsonb NOT NULL,
+    description text,
+    checks jsonb NOT NULL,
+    expected_output text,
+    evaluation_type text NOT NULL,
+    min_confidence integer NOT NULL,
+    tools_expected text[] NOT NULL,
+    tools_forbidden text[] NOT NULL,
+    test_case_id uuid,
+    replaced_by uuid,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    decided_at timestamp with time zone,
+    CONSTRAINT case_drafts_dataset_id_project_id_fkey FOREIGN KEY (dataset_id, project_id) REFERENCES datasets(id, project_id) ON DELETE CASCADE,
+    CONSTRAINT case_drafts_evaluation_type_check CHECK ((evaluation_type = ANY (ARRAY['BOOLEAN'::text, 'SCORE'::text]))),
+    CONSTRAINT case_drafts_generation_id_fkey FOREIGN KEY (generation_id) REFERENCES case_generations(id) ON DELETE CASCADE,
+    CONSTRAINT case_drafts_min_confidence_check CHECK (((min_confidence >= 0) AND (min_confidence <= 100))),
+    CONSTRAINT case_drafts_pkey PRIMARY KEY (id),
+    CONSTRAINT case_drafts_replaced_by_fkey FOREIGN KEY (replaced_by) REFERENCES case_drafts(id) ON DELETE SET NULL,
+    CONSTRAINT case_drafts_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'accepted'::text, 'rejected'::text]))),
+    CONSTRAINT case_drafts_test_case_id_fkey FOREIGN KEY (test_case_id) REFERENCES test_cases(id) ON DELETE SET NULL
+);
+CREATE INDEX case_drafts_dataset_seq_idx ON case_drafts USING btree (dataset_id, seq);
+CREATE INDEX case_drafts_dataset_status_idx ON case_drafts USING btree (dataset_id, status, seq);
+CREATE INDEX case_drafts_generation_idx ON case_drafts USING btree (generation_id);
+CREATE INDEX case_drafts_replaced_by_idx ON case_drafts USING btree (replaced_by) WHERE (replaced_by IS NOT NULL);
+CREATE INDEX case_drafts_test_case_idx ON case_drafts USING btree (test_case_id) WHERE (test_case_id IS NOT NULL);
+
+CREATE TABLE case_generations (
+    id uuid NOT NULL,
+    project_id uuid NOT NULL,
+    dataset_id uuid NOT NULL,
+    agent_id uuid,
+    system_prompt text,
+    tools jsonb NOT NULL,
+    instruction text,
+    requested integer NOT NULL,
+    model text NOT NULL,
+    prompt_version text NOT NULL,
+    usage jsonb NOT NULL,
+    cost_usd double precision,
+    calls integer NOT NULL,
+    latency_ms integer NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT case_generations_dataset_id_project_id_fkey FOREIGN KEY (dataset_id, project_id) REFERENCES datasets(id, project_id) ON DELETE CASCADE,
+    CONSTRAINT case_generations_pkey PRIMARY KEY (id),
+    CONSTRAINT case_generations_requested_check CHECK (((requested >= 1) AND (requested <= 20)))
+);
+CREATE INDEX case_generations_dataset_idx ON case_generations USING btree (dataset_id, created_at);
+
 CREATE TABLE case_results (
     run_id uuid NOT NULL,
     test_case_id uuid NOT NULL,
@@ -195,9 +254,11 @@ CREATE TABLE projects (
     judge_key_encrypted bytea,
     judge_model text,
     default_agent_id uuid,
+    trace_retention_days integer NOT NULL DEFAULT 30,
     CONSTRAINT projects_default_agent_id_fkey FOREIGN KEY (default_agent_id) REFERENCES agents(id) ON DELETE SET NULL,
     CONSTRAINT projects_name_key UNIQUE (name),
-    CONSTRAINT projects_pkey PRIMARY KEY (id)
+    CONSTRAINT projects_pkey PRIMARY KEY (id),
+    CONSTRAINT projects_trace_retention_days_check CHECK (((trace_retention_days >= 1) AND (trace_retention_days <= 3650)))
 );
 
 CREATE TABLE run_chunks (
@@ -282,12 +343,76 @@ CREATE TABLE test_cases (
     current_revision_id uuid NOT NULL,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    source_trace_id text,
     CONSTRAINT test_cases_current_revision_id_fkey FOREIGN KEY (current_revision_id) REFERENCES test_case_revisions(id),
     CONSTRAINT test_cases_dataset_id_fkey FOREIGN KEY (dataset_id) REFERENCES datasets(id) ON DELETE CASCADE,
     CONSTRAINT test_cases_pkey PRIMARY KEY (id)
 );
 CREATE INDEX test_cases_current_revision_idx ON test_cases USING btree (current_revision_id);
 CREATE INDEX test_cases_dataset_seq_idx ON test_cases USING btree (dataset_id, seq);
+CREATE INDEX test_cases_source_trace_idx ON test_cases USING btree (source_trace_id) WHERE (source_trace_id IS NOT NULL);
+
+CREATE TABLE trace_batches (
+    id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    project_id uuid NOT NULL,
+    received_at timestamp with time zone NOT NULL DEFAULT now(),
+    encoding text NOT NULL,
+    gzipped boolean NOT NULL,
+    body bytea NOT NULL,
+    span_count integer NOT NULL,
+    failed_attempts integer NOT NULL DEFAULT 0,
+    CONSTRAINT trace_batches_encoding_check CHECK ((encoding = ANY (ARRAY['protobuf'::text, 'json'::text]))),
+    CONSTRAINT trace_batches_pkey PRIMARY KEY (id),
+    CONSTRAINT trace_batches_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
+);
+CREATE INDEX trace_batches_project_idx ON trace_batches USING btree (project_id, id);
+
+CREATE TABLE trace_spans (
+    project_id uuid NOT NULL,
+    trace_id text NOT NULL,
+    span_id text NOT NULL,
+    parent_span_id text,
+    name text NOT NULL,
+    kind smallint NOT NULL,
+    start_ns bigint NOT NULL,
+    end_ns bigint NOT NULL,
+    status_code smallint NOT NULL,
+    status_message text NOT NULL,
+    attributes jsonb NOT NULL,
+    events jsonb NOT NULL,
+    resource jsonb NOT NULL,
+    scope text NOT NULL,
+    CONSTRAINT trace_spans_pkey PRIMARY KEY (project_id, trace_id, span_id),
+    CONSTRAINT trace_spans_project_id_trace_id_fkey FOREIGN KEY (project_id, trace_id) REFERENCES traces(project_id, trace_id) ON DELETE CASCADE
+);
+
+CREATE TABLE traces (
+    project_id uuid NOT NULL,
+    trace_id text NOT NULL,
+    received_at timestamp with time zone NOT NULL DEFAULT now(),
+    updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    name text NOT NULL DEFAULT ''::text,
+    input jsonb,
+    output text,
+    search_text text NOT NULL DEFAULT ''::text,
+    messages jsonb NOT NULL DEFAULT '[]'::jsonb,
+    tool_calls jsonb NOT NULL DEFAULT '[]'::jsonb,
+    tool_names text[] NOT NULL DEFAULT '{}'::text[],
+    model text,
+    usage jsonb,
+    error text,
+    started_at timestamp with time zone NOT NULL DEFAULT now(),
+    duration_ms bigint NOT NULL DEFAULT 0,
+    span_count integer NOT NULL DEFAULT 0,
+    CONSTRAINT traces_pkey PRIMARY KEY (project_id, trace_id),
+    CONSTRAINT traces_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
+    CONSTRAINT traces_trace_id_check CHECK ((trace_id ~ '^[0-9a-f]{32}$'::text))
+);
+CREATE INDEX traces_errors_idx ON traces USING btree (project_id, started_at DESC, trace_id DESC) WHERE (error IS NOT NULL);
+CREATE INDEX traces_received_idx ON traces USING btree (project_id, received_at);
+CREATE INDEX traces_search_idx ON traces USING gin (search_text gin_trgm_ops);
+CREATE INDEX traces_started_idx ON traces USING btree (project_id, started_at DESC, trace_id DESC);
+CREATE INDEX traces_tools_idx ON traces USING gin (tool_names);
 
 CREATE TABLE web_sessions (
     token_hash bytea NOT NULL,

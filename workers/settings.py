@@ -13,6 +13,7 @@ from app.config import load_settings
 from app.db.pool import create_pool
 from app.engine.judge_setup import build_judge, require_priced_model
 from app.engine.lanes import run_lane as run_lane_service
+from app.engine.trace_reading import delete_expired_traces, read_waiting_traces
 from app.engine.upkeep import (
     CANCEL_CHECK_S,
     every,
@@ -27,6 +28,9 @@ from app.secrets_box import require_secret_key
 DEFAULT_CONCURRENCY = 100
 # A chunk whose worker has not beaten for this long is taken to be dead and redone.
 STALE_AFTER_S = float(os.environ.get("AGENTLASSO_CHUNK_STALE_S") or 20)
+# Accepted trace requests are looked for this often; expired traces, less often.
+TRACE_READ_S = 0.25
+TRACE_EXPIRY_S = 60.0
 # A queued chunk whose job Redis lost is re-issued after this long.
 LOST_AFTER_S = 10.0
 WORKER_ACQUIRE_TIMEOUT_S = 60.0
@@ -64,6 +68,8 @@ async def startup(ctx: dict[str, Any]) -> None:
         asyncio.create_task(
             every(STALE_AFTER_S / 4, lambda: reap(state, STALE_AFTER_S, LOST_AFTER_S))
         ),
+        asyncio.create_task(every(TRACE_READ_S, lambda: read_waiting_traces(state.pool))),
+        asyncio.create_task(every(TRACE_EXPIRY_S, lambda: delete_expired_traces(state.pool))),
     ]
 
 

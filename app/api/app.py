@@ -20,6 +20,7 @@ from app.agents import AgentClient
 from app.api.agents import AgentController
 from app.api.allowed_methods import AllowEveryMethod
 from app.api.auth import provide_platform, provide_project_id, require_api_key
+from app.api.case_drafts import CaseDraftController
 from app.api.comparisons import ComparisonController, FlakyController
 from app.api.datasets import DatasetController
 from app.api.demo_agent import demo_agent
@@ -32,6 +33,7 @@ from app.api.run_results import PostedResultsController, RunResultsController
 from app.api.runs import RunController
 from app.api.strict_bodies import read_bodies_strictly
 from app.api.test_cases import DatasetTestCaseController, TestCaseController
+from app.api.traces import TraceController, TraceSettingsController, otlp_router
 from app.config import Settings, load_settings
 from app.coordination.rate_limits import TokenBucket
 from app.coordination.run_watch import RunWatcher
@@ -143,6 +145,9 @@ def api_router() -> Router:
             FlakyController,
             PostedResultsController,
             JudgeSettingsController,
+            CaseDraftController,
+            TraceController,
+            TraceSettingsController,
         ],
         guards=[require_api_key],
         before_request=read_bodies_strictly,
@@ -159,6 +164,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             health,
             ready,
             api_router(),
+            otlp_router(),
             *web_routers(settings),
             *([demo_agent] if settings.demo_agent else []),
         ],

@@ -29,13 +29,14 @@ from litestar.openapi.spec import (
     Schema,
     SecurityScheme,
 )
-from litestar.openapi.spec.enums import OpenAPIType
+from litestar.openapi.spec.enums import OpenAPIFormat, OpenAPIType
 
 import app.api
 from app.api.comparisons import MAX_COMPARED
 from app.api.openapi_examples import BODY_EXAMPLES, IMPORT_EXAMPLE
 from app.api.pagination import COMPARE_CURSOR, CURSOR_PATTERN, MAX_LIMIT
 from app.api.problems import PROBLEM_JSON, Problem
+from app.services.traces import TRACE_CURSOR_PATTERN
 
 API_KEY_SCHEME = "apiKey"
 # What each problem status means, as the document says it.
@@ -87,7 +88,18 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "listFlakyCases": (404, 422),
     "postRunResults": (*_BODY, 404, 409),
     "getJudgeSettings": (),
+    "exportTracesUnderApi": (400, 413, 415),
+    "listTraces": (422,),
+    "getTrace": (404,),
+    "createTestCaseFromTrace": (*_BODY, 404, 409),
+    "getTraceSettings": (),
+    "updateTraceSettings": _BODY,
     "updateJudgeSettings": _BODY,
+    "generateCases": (*_BODY, 404, 409),
+    "listCaseDrafts": (404, 422),
+    "acceptCaseDraft": (*_BODY, 404, 409),
+    "rejectCaseDraft": (404, 409),
+    "regenerateCaseDraft": (404, 409),
 }
 
 # Each operation that creates an object: the path parameter naming it, where its id is in the
@@ -254,6 +266,38 @@ def _import(operation: Operation, responses: dict[str, Any]) -> None:
     )
 
 
+def _otlp(operation: Operation, responses: dict[str, Any]) -> None:
+    """OTLP/HTTP: the body is OTLP's own (protobuf, or OTLP/JSON), and so is the answer."""
+    request = Schema(
+        type=OpenAPIType.OBJECT,
+        properties={"resourceSpans": Schema(type=OpenAPIType.ARRAY, items=Schema())},
+        description="An ExportTraceServiceRequest in OTLP/JSON (hex ids).",
+    )
+    binary = Schema(type=OpenAPIType.STRING, content_media_type="application/x-protobuf")
+    operation.request_body = RequestBody(
+        required=True,
+        content={
+            "application/json": OpenAPIMediaType(schema=request),
+            "application/x-protobuf": OpenAPIMediaType(schema=binary),
+        },
+    )
+    answer = Schema(
+        type=OpenAPIType.OBJECT,
+        properties={"partialSuccess": Schema(type=OpenAPIType.OBJECT)},
+        description="Empty, or OTLP's partial success naming the refused spans.",
+    )
+    responses["200"] = OpenAPIResponse(
+        description="Accepted (spans are read within a second or so).",
+        content={
+            "application/json": OpenAPIMediaType(schema=answer),
+            "application/x-protobuf": OpenAPIMediaType(schema=binary),
+        },
+    )
+    operation.security = [{API_KEY_SCHEME: []}]
+    for status in (*EVERY_OPERATION, 400, 413, 415):
+        responses[str(status)] = _problem(MEANINGS[status])
+
+
 def _ready(operation: Operation, responses: dict[str, Any]) -> None:
     responses["503"] = _json("The database or Redis does not answer.", _ref("Readiness"))
 
@@ -268,6 +312,8 @@ _SPECIAL = {
     "runEvents": _events,
     "importTestCases": _import,
     "ready": _ready,
+    "exportTraces": _otlp,
+    "exportTracesUnderApi": _otlp,
 }
 _PARAMETERS = {
     "limit": Schema(type=OpenAPIType.INTEGER, minimum=1, maximum=MAX_LIMIT, default=50),
@@ -279,6 +325,11 @@ _OPERATION_PARAMETERS = {
     "compareRuns": {
         "limit": Schema(type=OpenAPIType.INTEGER, minimum=1, maximum=MAX_COMPARED, default=50),
         "cursor": Schema(type=OpenAPIType.STRING, pattern=COMPARE_CURSOR.pattern),
+    },
+    "listTraces": {
+        "cursor": Schema(type=OpenAPIType.STRING, pattern=TRACE_CURSOR_PATTERN),
+        "started_after": Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.DATE_TIME),
+        "started_before": Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.DATE_TIME),
     },
 }
 

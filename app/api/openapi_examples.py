@@ -49,6 +49,19 @@ BODY_EXAMPLES: dict[str, Any] = {
     "createRun": {"dataset_id": _SOME_ID, "pass_threshold": 0.95, "labels": {"branch": "main"}},
     "postRunResults": {"run_id": _SOME_ID, "results": [{"test_case_id": _SOME_ID, **_REPLY}]},
     "updateJudgeSettings": {"model": "claude-sonnet-5-5"},
+    "generateCases": {
+        "system_prompt": "You are the support agent of an online shop. Never promise refunds.",
+        "tools": [{"name": "orders.lookup", "description": "Find an order by its number."}],
+        "instruction": "Focus on refunds of damaged goods.",
+        "count": 10,
+    },
+    "acceptCaseDraft": {"expected_output": "States that the refund takes 3-5 business days."},
+    "createTestCaseFromTrace": {
+        "dataset_id": _SOME_ID,
+        "checks": [{"type": "tool_called", "tool": "orders.lookup"}],
+        "expected_output": "Your refund for order 1234 arrives in 3-5 business days.",
+    },
+    "updateTraceSettings": {"retention_days": 30},
 }
 # One JSON Lines import body: a test case per line.
 IMPORT_EXAMPLE = (

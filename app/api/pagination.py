@@ -60,6 +60,16 @@ def parse_id(raw: str, what: str) -> UUID:
         raise NotFound(f"No {what} with this id in your project.") from None
 
 
+def body_id(raw: str, pointer: str, what: str) -> UUID:
+    """An id the body names; one of no id's shape is simply an object that does not exist,
+    and the 404 points at where the body named it."""
+    try:
+        return UUID(raw)
+    except ValueError:
+        detail = f"No {what} with this id in your project."
+        raise NotFound(detail, [FieldError(pointer=pointer, detail=detail)]) from None
+
+
 # A comparison's cases are listed by bucket rank, then seq: its cursor is `rank.seq`.
 COMPARE_CURSOR = re.compile(r"^([1-7])\.(\d{1,18})$")
 

@@ -20,6 +20,7 @@ from app.errors import (
     NotFound,
     TooManyRequests,
     Unavailable,
+    UnsupportedMediaType,
     friendlier,
     pointer_from_path,
     with_named_field,
@@ -35,6 +36,7 @@ _STATUS = {
     MalformedBody: 400,
     InvalidInput: 422,
     BodyTooLarge: 413,
+    UnsupportedMediaType: 415,
     TooManyRequests: 429,
     Unavailable: 503,
 }
@@ -89,7 +91,7 @@ def on_domain_error(_request: Request[Any, Any, Any], exc: Exception) -> Respons
     """Our own errors, each with its status."""
     assert isinstance(exc, AgentLassoError)
     status = status_of(exc)
-    errors = exc.errors if isinstance(exc, InvalidInput | NotFound) and exc.errors else None
+    errors = getattr(exc, "errors", None) or None
     headers = None
     if isinstance(exc, TooManyRequests | Unavailable):
         headers = {"retry-after": str(exc.retry_after_s)}

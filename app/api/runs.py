@@ -13,12 +13,20 @@ from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, Quer
 from litestar.response import ServerSentEvent, ServerSentEventMessage, Stream
 
 from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, next_cursor, parse_id
+from app.api.pagination import (
+    DEFAULT_LIMIT,
+    Cursor,
+    Limit,
+    body_id,
+    decode_cursor,
+    next_cursor,
+    parse_id,
+)
 from app.domain import runs as domain
 from app.domain.checks import Check
 from app.domain.datasets import Dataset
 from app.domain.test_cases import CaseInput, EvaluationType, PinnedCase
-from app.errors import FieldError, InvalidInput, NotFound
+from app.errors import FieldError, InvalidInput
 from app.grading import plan_case
 from app.services import runs, start_run
 from app.services.platform import Platform
@@ -305,19 +313,10 @@ def _message(kind: str, run: domain.Run | None, public_url: str | None) -> Serve
     return ServerSentEventMessage(event=kind, data=data, retry=RECONNECT_MS)
 
 
-def _body_id(raw: str, pointer: str, what: str) -> UUID:
-    """An id the body names; one of no object's shape is simply an object that does not exist."""
-    try:
-        return UUID(raw)
-    except ValueError:
-        detail = f"No {what} with this id in your project."
-        raise NotFound(detail, [FieldError(pointer=pointer, detail=detail)]) from None
-
-
 def _new_run(data: RunCreate) -> start_run.NewRun:
-    agent_id = None if data.agent_id is None else _body_id(data.agent_id, "/agent_id", "agent")
+    agent_id = None if data.agent_id is None else body_id(data.agent_id, "/agent_id", "agent")
     return start_run.NewRun(
-        dataset_id=_body_id(data.dataset_id, "/dataset_id", "dataset"),
+        dataset_id=body_id(data.dataset_id, "/dataset_id", "dataset"),
         pass_threshold=data.pass_threshold,
         agent_id=agent_id,
         trials=data.trials,

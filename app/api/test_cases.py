@@ -94,6 +94,8 @@ class TestCase(msgspec.Struct, kw_only=True):
     description: str | None
     created_at: datetime
     updated_at: datetime
+    # The trace it was made from (`POST /traces/{trace_id}/test-case`), else null.
+    source_trace_id: str | None = None
     # Only on writes: regular expressions that will fail when graded.
     warnings: list[ContentWarning] | msgspec.UnsetType = msgspec.UNSET
 
@@ -130,6 +132,7 @@ def case_out(case: domain.TestCase, warnings: list[ContentWarning] | None = None
         description=content.description,
         created_at=case.created_at,
         updated_at=case.updated_at,
+        source_trace_id=case.source_trace_id,
         warnings=msgspec.UNSET if warnings is None else warnings,
     )
 

@@ -30,6 +30,12 @@ def _encode_jsonb(value: Any) -> bytes:
     return b"\x01" + text
 
 
+def jsonb_text(value: Any) -> str:
+    """A value as the text of a jsonb, for arrays of jsonb (where a list would read as a
+    dimension of the array); read back through the codec like any other jsonb."""
+    return _encode_jsonb(value)[1:].decode("utf-8")
+
+
 def _decode_jsonb(data: bytes) -> Any:
     value = msgspec.json.decode(data[1:])
     if type(value) is dict and len(value) == 1 and NUL_ESCAPED_KEY in value:

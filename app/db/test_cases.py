@@ -33,7 +33,7 @@ CASE_COLUMNS = ("id", "dataset_id", "current_revision_id")
 _CONTENT_FIELDS = TestCaseContent.__struct_fields__
 
 _SELECT = """
-SELECT c.id, c.dataset_id, c.seq, c.created_at, c.updated_at,
+SELECT c.id, c.dataset_id, c.seq, c.created_at, c.updated_at, c.source_trace_id,
        r.revision, r.input, r.checks_version, r.checks, r.evaluation_criteria_json,
        r.expected_output, r.evaluation_type, r.min_confidence, r.description
 FROM test_cases c
@@ -73,7 +73,8 @@ VALUES ({", ".join(f"${i}" for i in range(1, len(REVISION_COLUMNS) + 1))})
 """
 
 _INSERT_CASE = """
-INSERT INTO test_cases (id, dataset_id, current_revision_id) VALUES ($1, $2, $3)
+INSERT INTO test_cases (id, dataset_id, current_revision_id, source_trace_id)
+VALUES ($1, $2, $3, $4)
 """
 
 _POINT_AT_REVISION = """
@@ -129,6 +130,7 @@ def _case(row: asyncpg.Record) -> TestCase:
         content=content_of(row),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        source_trace_id=row["source_trace_id"],
     )
 
 
@@ -158,10 +160,12 @@ async def list_test_cases(
     return [_case(row) for row in await executor.fetch(_PAGE, dataset_id, after_seq, limit)]
 
 
-async def insert_test_case(connection: Connection, revision: Sequence[Any]) -> None:
+async def insert_test_case(
+    connection: Connection, revision: Sequence[Any], source_trace_id: str | None = None
+) -> None:
     """Store a new case and its first revision (a row of REVISION_COLUMNS)."""
     await connection.execute(_INSERT_REVISION, *revision)
-    await connection.execute(_INSERT_CASE, revision[1], revision[2], revision[0])
+    await connection.execute(_INSERT_CASE, revision[1], revision[2], revision[0], source_trace_id)
 
 
 async def copy_test_cases(connection: Connection, revisions: Sequence[Sequence[Any]]) -> None:

@@ -101,6 +101,8 @@ class TestCase(msgspec.Struct, frozen=True, kw_only=True):
     content: TestCaseContent
     created_at: datetime
     updated_at: datetime
+    # The trace it was made from, when it was.
+    source_trace_id: str | None = None
 
 
 class PinnedCase(msgspec.Struct, frozen=True, kw_only=True, gc=False):

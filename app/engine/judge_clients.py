@@ -44,16 +44,23 @@ class JudgeClients:
 
     async def for_project(self, project_id: UUID) -> JudgeClient | None:
         """The client for the project's runs; None when neither it nor the server has a key."""
+        chosen = await self.settings_for(project_id)
+        if chosen is None:
+            return None
+        assert chosen.api_key is not None
+        client = self._clients.get((chosen.api_key, chosen.model))
+        if client is None:
+            client = JudgeClient(chosen)
+            self._clients[(chosen.api_key, chosen.model)] = client
+        return client
+
+    async def settings_for(self, project_id: UUID) -> JudgeSettings | None:
+        """The key and model the project's model calls use: its own, else the server's; None
+        when neither it nor the server has a key (case generation asks the same model)."""
         judge = await self._project(project_id)
         model = judge.model or self.settings.judge_model
         key = self._open(project_id, judge) or self.settings.anthropic_api_key
-        if key is None:
-            return None
-        client = self._clients.get((key, model))
-        if client is None:
-            client = JudgeClient(judge_settings(self.settings, key, model))
-            self._clients[(key, model)] = client
-        return client
+        return None if key is None else judge_settings(self.settings, key, model)
 
     async def aclose(self) -> None:
         """Close every client's connections."""

@@ -76,20 +76,40 @@ def regex_warnings(content: TestCaseContent) -> list[ContentWarning]:
 
 
 async def create_test_case(
-    platform: Platform, project_id: UUID, dataset_id: UUID, content: TestCaseContent
+    platform: Platform,
+    project_id: UUID,
+    dataset_id: UUID,
+    content: TestCaseContent,
+    *,
+    source_trace_id: str | None = None,
 ) -> tuple[TestCase, list[ContentWarning]]:
     """Store a new case in the dataset; returns it with its regex warnings."""
     content = prepare_content(content)
-    test_case_id = uuid.uuid4()
     async with platform.pool.acquire() as connection, connection.transaction():
-        if await dataset_rows.get_dataset(connection, project_id, dataset_id) is None:
-            raise NotFound("No dataset with this id in your project.")
-        values = case_rows.revision_values(uuid.uuid4(), test_case_id, dataset_id, 1, content)
-        await case_rows.insert_test_case(connection, values)
-        await count_new_cases(platform, connection, dataset_id, 1)
-        case = await case_rows.get_test_case(connection, project_id, test_case_id)
-    assert case is not None
+        case = await add_test_case(
+            platform, connection, project_id, dataset_id, content, source_trace_id
+        )
     return case, regex_warnings(content)
+
+
+async def add_test_case(
+    platform: Platform,
+    connection: Connection,
+    project_id: UUID,
+    dataset_id: UUID,
+    content: TestCaseContent,
+    source_trace_id: str | None = None,
+) -> TestCase:
+    """Store a new case (content already prepared) in the caller's transaction."""
+    if await dataset_rows.get_dataset(connection, project_id, dataset_id) is None:
+        raise NotFound("No dataset with this id in your project.")
+    test_case_id = uuid.uuid4()
+    values = case_rows.revision_values(uuid.uuid4(), test_case_id, dataset_id, 1, content)
+    await case_rows.insert_test_case(connection, values, source_trace_id)
+    await count_new_cases(platform, connection, dataset_id, 1)
+    case = await case_rows.get_test_case(connection, project_id, test_case_id)
+    assert case is not None, "the case was inserted in this transaction"
+    return case
 
 
 async def update_test_case(

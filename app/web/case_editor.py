@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -34,6 +34,8 @@ from app.web.server_timing import spent
 from app.web.sessions import session_of
 
 HISTORY_SHOWN = 50
+# Where the editor posts, when a page other than a case's own opens it (request.state).
+EDITOR_URL = "editor_url"
 # The element Preview and Paste a reply fill (case_editor.html).
 PREVIEW_SLOT = "preview-slot"
 
@@ -55,7 +57,7 @@ class CaseEditorPages(Controller):
     ) -> Response[Any]:
         """An action on a new case: add or remove a check, preview, save."""
         dataset = await dataset_named(request, platform, dataset_id)
-        return await _act(request, platform, dataset, None)
+        return await act(request, platform, dataset, None)
 
     @get("/cases/{case_id:str}", name="case")
     async def case(
@@ -82,7 +84,10 @@ class CaseEditorPages(Controller):
             )  # fmt: skip
             pasted = pasted_fields(result)
         saved = request.query_params.get("saved") is not None
-        return _editor(request, dataset, case, form, pasted, warnings=warnings, saved=saved)
+        added = request.query_params.get("added") is not None  # just made from a trace
+        return _editor(
+            request, dataset, case, form, pasted, warnings=warnings, saved=saved, added=added
+        )
 
     @post("/cases/{case_id:str}", name="edit_case")
     async def edit_case(
@@ -90,7 +95,7 @@ class CaseEditorPages(Controller):
     ) -> Response[Any]:
         """An action on a case: add or remove a check, preview, save."""
         case, dataset = await case_and_dataset_named(request, platform, case_id)
-        return await _act(request, platform, dataset, case)
+        return await act(request, platform, dataset, case)
 
     @get("/cases/{case_id:str}/history", name="case_history")
     async def history(
@@ -131,10 +136,15 @@ class CaseEditorPages(Controller):
         return page(request, "_field_check.html", problem=problem)
 
 
-async def _act(
-    request: Request[Any, Any, Any], platform: Platform, dataset: Dataset, case: TestCase | None
+async def act(
+    request: Request[Any, Any, Any],
+    platform: Platform,
+    dataset: Dataset,
+    case: TestCase | None,
+    store: Callable[[TestCaseContent], Awaitable[str]] | None = None,
 ) -> Response[Any]:
-    """Do what the pressed button asks with the form as posted."""
+    """Do what the pressed button asks with the form as posted; `store` saves a new case
+    elsewhere than the default (a generated draft, accepted), answering where to go next."""
     posted = await request.form()
     form = case_form.from_form_data(posted)
     action = text(posted, "action") or "save"
@@ -153,7 +163,7 @@ async def _act(
         return _editor(request, dataset, case, form, posted, errors=errors, status_code=422)
     if action in ("preview", "paste"):
         return await _preview(request, platform, dataset, case, form, posted, content, action)
-    return await _save(request, platform, dataset, case, form, posted, content)
+    return await _save(request, platform, dataset, case, form, posted, content, store)
 
 
 async def _preview(
@@ -189,7 +199,7 @@ async def _preview(
     spent(request, "agent", outcome.agent_s)
     spent(request, "judge", outcome.judge_s)
     if _asked_for_preview_only(request):
-        return page(request, "_preview_slot.html", preview=_preview_view(outcome))
+        return page(request, "_preview_slot.html", preview=preview_view(outcome))
     return _editor(request, dataset, case, form, posted, preview=outcome)
 
 
@@ -239,10 +249,13 @@ async def _save(
     form: CaseForm,
     posted: Mapping[str, Any],
     content: TestCaseContent,
+    store_new: Callable[[TestCaseContent], Awaitable[str]] | None = None,
 ) -> Response[Any]:
     project_id = session_of(request).project_id
 
     async def store() -> str:
+        if case is None and store_new is not None:
+            return await store_new(content)
         if case is None:
             created, _ = await case_service.create_test_case(
                 platform, project_id, dataset.id, content
@@ -274,6 +287,13 @@ def _based_on(posted: Mapping[str, Any], case: TestCase) -> int:
     return int(raw) if raw.isdigit() else case.revision
 
 
+def editor_for(
+    request: Request[Any, Any, Any], dataset: Dataset, content: TestCaseContent
+) -> Response[Any]:
+    """The editor on content that is not a case yet (a generated draft's)."""
+    return _editor(request, dataset, None, case_form.from_content(content))
+
+
 def _editor(
     request: Request[Any, Any, Any],
     dataset: Dataset,
@@ -285,6 +305,7 @@ def _editor(
     warnings: dict[str, str] | None = None,
     preview: preview_service.JudgedPreview | None = None,
     saved: bool = False,
+    added: bool = False,
     focus: str = "",
     based_on: int | None = None,
     status_code: int = 200,
@@ -305,18 +326,21 @@ def _editor(
         product_names=PRODUCT_NAMES,
         older_checks=older_checks,
         free_text=free_text,
-        preview=_preview_view(preview) if preview else None,
+        preview=preview_view(preview) if preview else None,
         pasted_reply=text(posted, "pasted_reply"),
         pasted_tool_calls=text(posted, "pasted_tool_calls"),
         form_id=text(posted, "form_id") or new_form_id(),
         based_on=based_on if based_on is not None else (_based_on(posted, case) if case else None),
         saved=saved,
+        added=added,
         focus=focus,  # what a person's focus moves to after the action (app.js)
-        action_url=f"/cases/{case.id}" if case else f"/datasets/{dataset.id}/cases/new",
+        # A draft's editor posts back to itself (EDITOR_URL, set by its page).
+        action_url=request.state.get(EDITOR_URL)
+        or (f"/cases/{case.id}" if case else f"/datasets/{dataset.id}/cases/new"),
     )
 
 
-def _preview_view(outcome: preview_service.JudgedPreview) -> dict[str, Any]:
+def preview_view(outcome: preview_service.JudgedPreview) -> dict[str, Any]:
     """What the preview panel shows: the agent's reply and calls beside every verdict."""
     judged = {record.check_id: record for record in outcome.judge}
     return {

@@ -17,10 +17,11 @@ from app.web.case_cards import CaseCardPages
 from app.web.case_editor import CaseEditorPages
 from app.web.compare_pages import ComparePages
 from app.web.flaky_pages import flaky_cases
+from app.web.generation_pages import GenerationPages
 from app.web.import_pages import ImportPages
 from app.web.rendering import PAGE_HEADERS, STATIC_DIR, page, redirect
 from app.web.run_live import run_live
-from app.web.run_pages import RunPages, traces
+from app.web.run_pages import RunPages
 from app.web.run_start import RunStartPages
 from app.web.server_timing import server_timing
 from app.web.sessions import ForgedRequest, SignInRequired, check_csrf, require_session, sign_in_url
@@ -28,6 +29,7 @@ from app.web.settings_pages import SettingsPages
 from app.web.sign_in import SignInPages, sign_out
 from app.web.static_files import cached_when_current
 from app.web.studio import StudioPages
+from app.web.trace_pages import TracePages
 
 log = logging.getLogger("agentlasso.web")
 # The multipart framing and the form's other fields around an uploaded file.
@@ -56,7 +58,8 @@ def web_routers(settings: Settings) -> list[Router]:
             CaseCardPages,
             flaky_cases,
             ComparePages,
-            traces,
+            TracePages,
+            GenerationPages,
             sign_out,
         ],
         **signed_in,  # type: ignore[arg-type]

@@ -111,12 +111,6 @@ class RunPages(Controller):
         return redirect(request, f"/runs/{run.id}")
 
 
-@get("/traces", name="traces")
-async def traces(request: Request[Any, Any, Any]) -> Response[Any]:
-    """Traces of real conversations: says that this server does not take them in yet."""
-    return page(request, "traces.html")
-
-
 def _result_filter(query: Mapping[str, Any], run: Run) -> tuple[ResultFilter, dict[str, str]]:
     """The filter the page's query asks for, and the choices to show as made. With no outcome
     asked for, a run with failures opens on them (what a person opening a failed gate came

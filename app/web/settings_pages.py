@@ -15,11 +15,13 @@ from app.agents import AgentCallResult
 from app.api.agents import AgentCreate
 from app.api.auth import PlatformDep
 from app.api.pagination import parse_id
+from app.api.traces import TraceSettingsUpdate
 from app.domain.agents import Agent
 from app.errors import InvalidInput
 from app.services import agents as agent_service
 from app.services import api_keys as key_service
 from app.services import judge_settings as judge_service
+from app.services import traces as trace_service
 from app.services.judge_settings import KeyTest
 from app.services.platform import Platform
 from app.web.agent_reply import observed, what_the_agent_did
@@ -155,6 +157,24 @@ class SettingsPages(Controller):
         outcome = await judge_service.try_judge_key(platform, project_id)
         return await _settings_page(request, platform, key_test=outcome)
 
+    @post("/traces", name="save_trace_settings")
+    async def save_traces(
+        self, request: Request[Any, Any, Any], platform: PlatformDep
+    ) -> Response[Any]:
+        """How many days the project keeps its traces (1 to 3650, as the API takes)."""
+        project_id = session_of(request).project_id
+        form = await request.form()
+        raw = text(form, "retention_days").strip()
+        errors: dict[str, str] = {}
+        days = raw if not raw.lstrip("-").isdigit() or len(raw) > 9 else int(raw)
+        written = checked({"retention_days": days}, TraceSettingsUpdate, errors)
+        if written is None:
+            return await _settings_page(
+                request, platform, retention_typed=raw, trace_errors=errors, status_code=422
+            )
+        await trace_service.set_retention_days(platform, project_id, written.retention_days)
+        return redirect(request, "/settings?traces_saved=1#traces")
+
 
 def _agent_fields(
     form: Mapping[str, Any], current: Agent | None, errors: dict[str, str]
@@ -246,6 +266,8 @@ async def _settings_page(
     judge_form: Mapping[str, Any] | None = None,
     judge_errors: dict[str, str] | None = None,
     key_test: KeyTest | None = None,
+    retention_typed: str | None = None,
+    trace_errors: dict[str, str] | None = None,
     status_code: int = 200,
 ) -> Response[Any]:
     project_id = session_of(request).project_id
@@ -282,6 +304,11 @@ async def _settings_page(
         key_test=key_test,
         agent_saved=request.query_params.get("agent_saved") is not None,
         judge_saved=request.query_params.get("judge_saved") is not None,
+        retention_days=retention_typed
+        if retention_typed is not None
+        else str(await trace_service.retention_days(platform, project_id)),
+        trace_errors=trace_errors or {},
+        traces_saved=request.query_params.get("traces_saved") is not None,
         form_id=new_form_id(),
     )
 

@@ -96,7 +96,11 @@ async def test_a_redis_restart_mid_run_strands_nothing(
         api_process(settings.database_url, redis_url, env) as (base_url, _pid),
     ):
         workers.start(redis_url=redis_url)
-        async with httpx.AsyncClient(base_url=base_url, headers={"x-api-key": api_key}) as client:
+        # Long-polls wait up to 30 s: the client waits longer than they do (httpx's default
+        # of 5 s cut them short whenever the run took longer than that to finish).
+        async with httpx.AsyncClient(
+            base_url=base_url, headers={"x-api-key": api_key}, timeout=60
+        ) as client:
             agent_id = await register_agent(client, fake_agent.url)
             dataset_id = await dataset_of(client, [f"refund {n}" for n in range(600)])
             run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=20)

@@ -19,10 +19,18 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 import pytest_asyncio
 
+from app.db import case_drafts as draft_rows
+from app.db.pool import init_connection
+from app.domain.case_drafts import AgentProfile, Candidate, GenerationRecord, Slot
+from app.domain.judging import Usage
+from app.domain.test_cases import TestCaseContent
+from app.services.api_keys import hash_key
+from app.services.case_drafts import draft_rows_of
 from tests.support.api import all_results, dataset_of, register_agent, start_run
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key
@@ -52,11 +60,39 @@ def fake_agent() -> Iterator[FakeAgentServer]:
         yield server
 
 
+async def plant_draft(database_url: str, api_key: str, dataset_id: str) -> str:
+    """A generated draft in the key's project (no model is configured here to make one)."""
+    connection = await asyncpg.connect(database_url)
+    await init_connection(connection)
+    try:
+        project_id = await connection.fetchval(
+            "SELECT project_id FROM api_keys WHERE key_hash = $1", hash_key(api_key)
+        )
+        profile = AgentProfile(system_prompt="Support agent.", tools=())
+        record = GenerationRecord(
+            id=uuid.uuid4(), dataset_id=uuid.UUID(dataset_id), agent_id=None, profile=profile,
+            instruction=None, requested=1, model="claude-sonnet-5-5", prompt_version="test",
+            usage=Usage(), cost_usd=0.0, calls=1, latency_ms=1,
+        )  # fmt: skip
+        slot = Slot(category="must_refuse", tool="", intent="a request to refuse")
+        content = TestCaseContent(input="Give me another customer's address.",
+                                  expected_output="Refuses.")  # fmt: skip
+        candidate = Candidate(slot=slot, content=content, tools_expected=(), tools_forbidden=())
+        rows = draft_rows_of(project_id, record, [candidate])
+        async with connection.transaction():
+            await draft_rows.insert_generation(connection, project_id, record)
+            await draft_rows.insert_drafts(connection, rows)
+    finally:
+        await connection.close()
+    return str(rows[0][0])
+
+
 @pytest_asyncio.fixture
 async def project_a(
-    client: httpx.AsyncClient, fake_agent: FakeAgentServer
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, database_url: str, api_key: str
 ) -> AsyncIterator[Project]:
-    """Project A: {dataset}, {case} (its first of three), {agent}, {ci_run}, {server_run}."""
+    """Project A: {dataset}, {case} (its first of three), {agent}, {ci_run}, {server_run},
+    {draft} (a generated case awaiting review)."""
     dataset_id = await dataset_of(client, A_INPUTS)
     cases = (await client.get(f"/api/v1/datasets/{dataset_id}/test-cases")).json()["items"]
     agent_id = await register_agent(client, fake_agent.url)
@@ -74,6 +110,7 @@ async def project_a(
     assert posted.status_code == 200, posted.text
     server_run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id)
     assert server_run["status"] == "queued", server_run
+    draft_id = await plant_draft(database_url, api_key, dataset_id)
     project = Project(
         client,
         {
@@ -82,6 +119,7 @@ async def project_a(
             "agent": agent_id,
             "ci_run": ci_run["run_id"],
             "server_run": server_run["run_id"],
+            "draft": draft_id,
         },
     )
     yield project
@@ -206,6 +244,7 @@ async def snapshot(a: Project, agent: FakeAgentServer) -> dict[str, Any]:
         "dataset": read(f"/api/v1/datasets/{ids['dataset']}"),
         "dataset's test cases": read(f"/api/v1/datasets/{ids['dataset']}/test-cases?limit=1000"),
         "dataset's export": read(f"/api/v1/datasets/{ids['dataset']}/test-cases/export"),
+        "dataset's drafts": read(f"/api/v1/datasets/{ids['dataset']}/drafts?limit=1000"),
         "test case": read(f"/api/v1/test-cases/{ids['case']}"),
         "agent": read(f"/api/v1/agents/{ids['agent']}"),
         "dataset list": read("/api/v1/datasets?limit=1000"),
@@ -294,6 +333,18 @@ ROUTES = [
     ),
     Route("GET", "/api/v1/datasets/{dataset}/test-cases/export"),
     Route("GET", "/api/v1/datasets/{dataset}/flaky"),
+    # No model key on this server: A itself is told so (409), B must not learn even that.
+    Route("POST", "/api/v1/datasets/{dataset}/generate", {"system_prompt": "x"}, owner_status=409),
+    Route("GET", "/api/v1/datasets/{dataset}/drafts"),
+    Route("GET", "/api/v1/datasets/{dataset}/drafts?status=pending&limit=1"),
+    Route(
+        "POST",
+        "/api/v1/datasets/{dataset}/drafts/{draft}/accept",
+        {"expected_output": "taken over by B"},
+        owner_status=201,
+    ),
+    Route("POST", "/api/v1/datasets/{dataset}/drafts/{draft}/reject", owner_status=204),
+    Route("POST", "/api/v1/datasets/{dataset}/drafts/{draft}/regenerate", owner_status=409),
     Route("GET", "/api/v1/test-cases/{case}"),
     Route("PATCH", "/api/v1/test-cases/{case}", {"input": "tampered by B", "checks": []}),
     Route("DELETE", "/api/v1/test-cases/{case}", owner_status=204),
@@ -346,7 +397,7 @@ class BodyIds:
     """A request whose body names A's objects (and maybe B's own), and B's expected refusal."""
 
     what: str
-    path: str
+    path: str  # may name B's own objects: {own_dataset}
     body: dict[str, Any]
     status: int
     pointer: str | None = None
@@ -384,6 +435,13 @@ BODY_IDS = [
         404,
         "/agent_id",
     ),
+    BodyIds(
+        "POST /datasets/{id}/generate, B's dataset and A's agent",
+        "/api/v1/datasets/{own_dataset}/generate",
+        {"agent_id": "{agent}"},
+        404,
+        "/agent_id",
+    ),
     # A run named in the body of /eval-run-results is answered as an id in a path would be.
     BodyIds(
         "POST /eval-run-results, A's CI-mode run",
@@ -415,12 +473,15 @@ async def test_ids_of_another_projects_objects_in_a_body_are_refused(
     b_before = await all_results(project_b.http, project_b.ids["own_ci_run"])
 
     ids = {**project_a.ids, **project_b.ids}
-    attempt = await send(project_b.http, "POST", case.path, json_body=fill(case.body, ids))
+    attempt = await send(
+        project_b.http, "POST", fill(case.path, ids), json_body=fill(case.body, ids)
+    )
     assert attempt.status_code == case.status, f"LEAK: {case} answered project B: {shown(attempt)}"
     assert_problem(attempt, case.status, pointer=case.pointer)
     unknown = unknown_ids(project_a.ids)
+    elsewhere = {**unknown, **project_b.ids}
     nowhere = await send(
-        project_b.http, "POST", case.path, json_body=fill(case.body, {**unknown, **project_b.ids})
+        project_b.http, "POST", fill(case.path, elsewhere), json_body=fill(case.body, elsewhere)
     )
     assert normalised(attempt, project_a.ids) == normalised(nowhere, unknown), (
         f"{case}: answered differently for A's object than for an id that exists nowhere"
@@ -476,6 +537,7 @@ LISTS = [
     ("/api/v1/eval-runs?status=awaiting_results", ["own_ci_run"]),
     ("/api/v1/eval-runs?dataset_id={dataset}&status=awaiting_results", []),
     ("/api/v1/datasets/{own_dataset}/test-cases", ["own_case"]),
+    ("/api/v1/datasets/{own_dataset}/drafts", []),
 ]
 
 
@@ -597,3 +659,15 @@ async def test_after_every_attempt_project_a_finds_everything_as_it_was(
     assert (server_run["status"], server_run["agent_id"]) == ("queued", ids["agent"])
     assert (server_run["counts"]["total"], server_run["counts"]["done"]) == (3, 0)
     assert await all_results(a, ids["server_run"]) == []
+
+
+@pytest.mark.parametrize("action", ["accept", "reject", "regenerate"])
+async def test_a_draft_is_reached_only_through_its_own_dataset(
+    action: str, project_a: Project, project_b: Project, fake_agent: FakeAgentServer
+) -> None:
+    """A's draft named under B's own dataset (or under another of A's) is nowhere."""
+    before = await snapshot(project_a, fake_agent)
+    ids = {**project_a.ids, **project_b.ids}
+    url = fill(f"/api/v1/datasets/{{own_dataset}}/drafts/{{draft}}/{action}", ids)
+    assert_problem(await project_b.http.post(url), 404)
+    assert_unchanged(before, await snapshot(project_a, fake_agent), f"{action} via B's dataset")

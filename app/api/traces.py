@@ -1,0 +1,349 @@
+"""Traces: OTLP/HTTP ingestion, reading traces, and a test case from a trace."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+import msgspec
+from litestar import Controller, Request, Response, Router, get, post, put
+from litestar.di import Provide
+from litestar.params import JSONBody, QueryParameter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from app.api.auth import PlatformDep, ProjectId, provide_project_id, require_api_key
+from app.api.pagination import DEFAULT_LIMIT, Limit, body_id
+from app.api.test_cases import TestCase, case_out
+from app.db.traces import TraceFilters, TraceRow
+from app.domain.checks import WrittenChecks
+from app.errors import FieldError, InvalidInput
+from app.services import traces as service
+from app.services.platform import Platform
+from app.traces.otlp import Intake
+from app.traces.spans import Span
+
+PROTOBUF = "application/x-protobuf"
+TraceCursor = Annotated[
+    str | None,
+    QueryParameter(
+        pattern=service.TRACE_CURSOR_PATTERN,
+        description="The next_cursor of the previous page; absent for the first page.",
+    ),
+]
+SearchText = Annotated[
+    str | None, QueryParameter(max_length=500, description="Text in the input or the reply.")
+]
+ToolFilter = Annotated[
+    str | None, QueryParameter(max_length=256, description="Only traces that called this tool.")
+]
+
+
+class ToolCall(msgspec.Struct, kw_only=True):
+    """A tool call of a trace, in the order the calls started."""
+
+    name: str
+    arguments: Any = None
+    result: Any = None
+    error: str | None = None
+
+
+class TraceUsage(msgspec.Struct, kw_only=True):
+    """Tokens of the trace's model calls."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+class SpanOut(msgspec.Struct, kw_only=True):
+    """A span as it came, every attribute kept."""
+
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    start_time_unix_nano: int
+    end_time_unix_nano: int
+    status_code: Literal["unset", "ok", "error"]
+    status_message: str
+    attributes: dict[str, Any]
+    events: list[dict[str, Any]]
+    resource: dict[str, Any]
+
+
+class Trace(msgspec.Struct, kw_only=True):
+    """One conversation with the agent, as its spans tell it."""
+
+    trace_id: str
+    name: str
+    input: Any
+    output: str | None
+    tool_calls: list[ToolCall]
+    started_at: datetime
+    duration_ms: int
+    model: str | None
+    usage: TraceUsage | None
+    error: str | None
+    span_count: int
+    # Only on a single trace (`GET /traces/{trace_id}`): its spans and the cases made from it.
+    spans: list[SpanOut] | msgspec.UnsetType = msgspec.UNSET
+    test_case_ids: list[str] | msgspec.UnsetType = msgspec.UNSET
+
+
+class TracePage(msgspec.Struct, kw_only=True):
+    """A page of traces, newest first."""
+
+    items: list[Trace]
+    next_cursor: str | None
+
+
+class TestCaseFromTrace(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Where the new case goes, and optionally its checks and expected output."""
+
+    __test__ = False
+
+    dataset_id: str
+    # Absent: a critical tool_called check per recorded tool, and their order when several.
+    checks: WrittenChecks | None = None
+    expected_output: Annotated[str, msgspec.Meta(max_length=100_000)] | None = None
+
+
+class CaseSuggestions(msgspec.Struct, kw_only=True):
+    """What the case could also take from the trace."""
+
+    expected_output: str | None
+
+
+class TestCaseFromTraceOut(TestCase, kw_only=True):
+    """The new test case, with what the trace suggests for it."""
+
+    __test__ = False
+
+    suggestions: CaseSuggestions | msgspec.UnsetType = msgspec.UNSET
+
+
+class TraceSettings(msgspec.Struct, kw_only=True):
+    """How the project keeps its traces."""
+
+    retention_days: int
+
+
+class TraceSettingsUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Keep traces this many days after they arrive (1 to 3650)."""
+
+    retention_days: Annotated[int, msgspec.Meta(ge=1, le=3650)]
+
+
+_STATUS_NAMES: dict[int, Literal["unset", "ok", "error"]] = {0: "unset", 1: "ok", 2: "error"}
+
+
+def trace_out(row: TraceRow) -> Trace:
+    """The API shape of a trace's summary."""
+    usage = row.usage or None
+    return Trace(
+        trace_id=row.trace_id,
+        name=row.name,
+        input=row.input,
+        output=row.output,
+        tool_calls=[
+            ToolCall(
+                name=str(call.get("name") or ""),
+                arguments=call.get("arguments"),
+                result=call.get("result"),
+                error=call.get("error"),
+            )
+            for call in row.tool_calls
+        ],
+        started_at=row.started_at,
+        duration_ms=row.duration_ms,
+        model=row.model,
+        usage=None
+        if usage is None
+        else TraceUsage(
+            input_tokens=int(usage.get("input_tokens") or 0),
+            output_tokens=int(usage.get("output_tokens") or 0),
+        ),
+        error=row.error,
+        span_count=row.span_count,
+    )
+
+
+def span_out(span: Span) -> SpanOut:
+    """The API shape of a stored span."""
+    return SpanOut(
+        span_id=span.span_id,
+        parent_span_id=span.parent_span_id,
+        name=span.name,
+        start_time_unix_nano=span.start_ns,
+        end_time_unix_nano=span.end_ns,
+        status_code=_STATUS_NAMES.get(span.status_code, "unset"),
+        status_message=span.status_message,
+        attributes=span.attributes,
+        events=[msgspec.to_builtins(event) for event in span.events],
+        resource=span.resource,
+    )
+
+
+def otlp_answer(intake: Intake, content_type: str | None) -> Response[bytes]:
+    """OTLP's answer: empty on full success, a partial success naming the refused spans."""
+    if (content_type or "").lower().startswith(PROTOBUF):
+        answer = ExportTraceServiceResponse()
+        if intake.rejections:
+            answer.partial_success.rejected_spans = len(intake.rejections)
+            answer.partial_success.error_message = intake.rejection_message()
+        return Response(answer.SerializeToString(), media_type=PROTOBUF)
+    body: dict[str, Any] = {}
+    if intake.rejections:
+        body["partialSuccess"] = {
+            "rejectedSpans": str(len(intake.rejections)),
+            "errorMessage": intake.rejection_message(),
+        }
+    return Response(msgspec.json.encode(body), media_type="application/json")
+
+
+async def _export(
+    request: Request[Any, Any, Any], platform: Platform, project_id: UUID
+) -> Response[bytes]:
+    body = await request.body()
+    content_type = request.headers.get("content-type")
+    intake = await service.accept_otlp(
+        platform, project_id, body, content_type, request.headers.get("content-encoding")
+    )
+    return otlp_answer(intake, content_type)
+
+
+@post("/v1/traces", operation_id="exportTraces", tags=("traces",), status_code=200)
+async def export_traces(
+    request: Request[Any, Any, Any], platform: PlatformDep, project_id: ProjectId
+) -> Response[bytes]:
+    """OTLP/HTTP at the path an exporter given the platform's base URL posts to: an
+    ExportTraceServiceRequest in protobuf or JSON, gzip or not. Spans are read within a second
+    or so; refused spans are named in OTLP's partial success."""
+    return await _export(request, platform, project_id)
+
+
+@post("/api/v1/traces/otlp", operation_id="exportTracesUnderApi", tags=("traces",), status_code=200)
+async def export_traces_under_api(
+    request: Request[Any, Any, Any], platform: PlatformDep, project_id: ProjectId
+) -> Response[bytes]:
+    """The same OTLP/HTTP endpoint as /v1/traces, under the API's own prefix."""
+    return await _export(request, platform, project_id)
+
+
+def otlp_router() -> Router:
+    """The OTLP endpoints: the project key as Bearer or x-api-key, the body read as it came."""
+    return Router(
+        path="/",
+        route_handlers=[export_traces, export_traces_under_api],
+        guards=[require_api_key],
+        dependencies={"project_id": Provide(provide_project_id, sync_to_thread=False)},
+    )
+
+
+class TraceController(Controller):
+    """The project's traces."""
+
+    path = "/traces"
+    tags = ("traces",)
+
+    @get(operation_id="listTraces")
+    async def list_traces(
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        limit: Limit = DEFAULT_LIMIT,
+        cursor: TraceCursor = None,
+        q: SearchText = None,
+        tool: ToolFilter = None,
+        errors_only: Annotated[
+            bool, QueryParameter(description="Only traces that recorded an error.")
+        ] = False,
+        started_after: Annotated[
+            str | None, QueryParameter(description="Only traces that started at or after.")
+        ] = None,
+        started_before: Annotated[
+            str | None, QueryParameter(description="Only traces that started before.")
+        ] = None,
+    ) -> TracePage:
+        """The project's traces, newest first, optionally searched and filtered."""
+        filters = TraceFilters(
+            text=q or None,
+            tool=tool or None,
+            errors_only=errors_only,
+            started_after=_instant(started_after, "started_after"),
+            started_before=_instant(started_before, "started_before"),
+        )
+        rows, next_cursor = await service.list_traces(platform, project_id, filters, cursor, limit)
+        return TracePage(items=[trace_out(row) for row in rows], next_cursor=next_cursor)
+
+    @get("/{trace_id:str}", operation_id="getTrace")
+    async def get_trace(
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        trace_id: str,
+    ) -> Trace:
+        """One trace: its summary, its spans in start order, and the cases made from it."""
+        view = await service.get_trace(platform, project_id, trace_id)
+        answer = trace_out(view.trace)
+        answer.spans = [span_out(span) for span in view.spans]
+        answer.test_case_ids = [str(case_id) for case_id, _, _ in view.cases]
+        return answer
+
+    @post("/{trace_id:str}/test-case", operation_id="createTestCaseFromTrace", status_code=201)
+    async def create_test_case(
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        trace_id: str,
+        data: JSONBody[TestCaseFromTrace],
+    ) -> TestCaseFromTraceOut:
+        """A test case with the trace's input, in the dataset, linked to the trace."""
+        dataset_id = body_id(data.dataset_id, "/dataset_id", "dataset")
+        case, warnings, suggestions = await service.make_case_from_trace(
+            platform,
+            project_id,
+            trace_id,
+            dataset_id,
+            checks=None if data.checks is None else tuple(data.checks),
+            expected_output=data.expected_output,
+        )
+        shown = case_out(case, warnings)
+        return TestCaseFromTraceOut(
+            **msgspec.structs.asdict(shown),
+            suggestions=CaseSuggestions(expected_output=suggestions.expected_output),
+        )
+
+
+def _instant(raw: str | None, parameter: str) -> datetime | None:
+    """An RFC 3339 date-time, read strictly (a bare number is not a time); UTC when no
+    offset is given."""
+    if raw is None:
+        return None
+    try:
+        instant = datetime.fromisoformat(raw)
+    except ValueError:
+        detail = "An RFC 3339 date-time, such as 2026-12-01T10:00:00Z."
+        raise InvalidInput(
+            "The time is not valid.", [FieldError(parameter=parameter, detail=detail)]
+        ) from None
+    return instant if instant.tzinfo else instant.replace(tzinfo=UTC)
+
+
+class TraceSettingsController(Controller):
+    """How long the project keeps its traces."""
+
+    path = "/trace-settings"
+    tags = ("traces",)
+
+    @get(operation_id="getTraceSettings")
+    async def read(self, platform: PlatformDep, project_id: ProjectId) -> TraceSettings:
+        """The project's trace retention."""
+        return TraceSettings(retention_days=await service.retention_days(platform, project_id))
+
+    @put(operation_id="updateTraceSettings")
+    async def update(
+        self, platform: PlatformDep, project_id: ProjectId, data: JSONBody[TraceSettingsUpdate]
+    ) -> TraceSettings:
+        """Keep traces this many days after they arrive; older ones are deleted in batches."""
+        days = await service.set_retention_days(platform, project_id, data.retention_days)
+        return TraceSettings(retention_days=days)

@@ -1,0 +1,403 @@
+"""Traces: the inbox of accepted OTLP requests, every span as it came, one summary per trace."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from app.db.pool import Connection, Executor, jsonb_text
+from app.traces.spans import Span, SpanEvent
+from app.traces.summary import TraceSummary
+
+# Search reads this much of a trace's input and reply: enough for any phrase a person types.
+SEARCH_TEXT_CHARS = 4_000
+
+
+class ClaimedBatch(msgspec.Struct, frozen=True):
+    """An accepted request taken off the inbox to be read."""
+
+    id: int
+    project_id: UUID
+    encoding: str
+    gzipped: bool
+    body: bytes
+    failed_attempts: int
+
+
+class TraceFilters(msgspec.Struct, frozen=True, kw_only=True):
+    """What the traces list is narrowed to."""
+
+    text: str | None = None
+    tool: str | None = None
+    errors_only: bool = False
+    started_after: datetime | None = None
+    started_before: datetime | None = None
+
+
+class TraceRow(msgspec.Struct, frozen=True, kw_only=True):
+    """A trace as stored: its summary, and when it arrived."""
+
+    trace_id: str
+    name: str
+    input: Any
+    output: str | None
+    messages: list[dict[str, Any]]
+    tool_calls: list[dict[str, Any]]
+    model: str | None
+    usage: dict[str, Any] | None
+    error: str | None
+    started_at: datetime
+    duration_ms: int
+    span_count: int
+    received_at: datetime
+
+
+_ADD_BATCH = """
+INSERT INTO trace_batches (project_id, encoding, gzipped, body, span_count)
+VALUES ($1, $2, $3, $4, $5)
+"""
+
+
+async def add_batch(
+    executor: Executor, project_id: UUID, encoding: str, gzipped: bool, body: bytes, spans: int
+) -> None:
+    """Keep an accepted request until a worker reads it."""
+    await executor.execute(_ADD_BATCH, project_id, encoding, gzipped, body, spans)
+
+
+# Each project's oldest first, projects in turn: a project sending a flood of spans delays
+# its own traces, not another's. A batch another worker holds is skipped, not waited for.
+# Taken off the inbox in the transaction that stores its spans: a worker that dies puts it back.
+_CLAIM = """
+WITH projects AS (
+    SELECT DISTINCT project_id FROM trace_batches
+), heads AS (
+    SELECT b.id, b.turn FROM projects p CROSS JOIN LATERAL (
+        SELECT id, row_number() OVER (ORDER BY id) AS turn FROM trace_batches
+        WHERE project_id = p.project_id ORDER BY id LIMIT $1
+    ) b
+), chosen AS (
+    SELECT t.id FROM trace_batches t JOIN heads h ON h.id = t.id
+    ORDER BY h.turn, t.id LIMIT $1
+    FOR UPDATE OF t SKIP LOCKED
+)
+DELETE FROM trace_batches WHERE id IN (SELECT id FROM chosen)
+RETURNING id, project_id, encoding, gzipped, body, failed_attempts
+"""
+
+
+async def claim_batches(connection: Connection, limit: int) -> list[ClaimedBatch]:
+    """Take up to `limit` batches off the inbox, for this transaction."""
+    rows = await connection.fetch(_CLAIM, limit)
+    return [ClaimedBatch(*row) for row in rows]
+
+
+_CLAIM_ONE = """
+DELETE FROM trace_batches
+WHERE id = (SELECT id FROM trace_batches WHERE id = $1 FOR UPDATE SKIP LOCKED)
+RETURNING id, project_id, encoding, gzipped, body, failed_attempts
+"""
+
+
+async def claim_batch(connection: Connection, batch_id: int) -> list[ClaimedBatch]:
+    """Take this one batch off the inbox, if it is there and not held; for this transaction."""
+    rows = await connection.fetch(_CLAIM_ONE, batch_id)
+    return [ClaimedBatch(*row) for row in rows]
+
+
+_NOTE_FAILED = "UPDATE trace_batches SET failed_attempts = failed_attempts + 1 WHERE id = ANY($1)"
+
+
+async def note_failed(executor: Executor, batch_ids: Sequence[int]) -> None:
+    """Count a failed attempt to store these batches."""
+    await executor.execute(_NOTE_FAILED, list(batch_ids))
+
+
+async def waiting_batches(executor: Executor) -> int:
+    """How many batches wait to be read."""
+    count: int = await executor.fetchval("SELECT count(*) FROM trace_batches")
+    return count
+
+
+# Creates the traces not seen before and locks every one of them until the transaction ends,
+# so two workers storing spans of one trace take turns, and each sums up all of its spans.
+# Rows are locked in key order: two such statements never wait on each other in a cycle.
+_LOCK_TRACES = """
+INSERT INTO traces AS t (project_id, trace_id)
+SELECT project_id, trace_id FROM unnest($1::uuid[], $2::text[]) AS k (project_id, trace_id)
+ORDER BY project_id, trace_id
+ON CONFLICT (project_id, trace_id) DO UPDATE SET updated_at = now()
+RETURNING t.project_id, t.trace_id, t.span_count
+"""
+
+
+async def lock_traces(
+    connection: Connection, keys: Sequence[tuple[UUID, str]]
+) -> dict[tuple[UUID, str], int]:
+    """Create or lock these traces; the spans each held before, by key."""
+    rows = await connection.fetch(_LOCK_TRACES, [key[0] for key in keys], [key[1] for key in keys])
+    return {(row["project_id"], row["trace_id"]): row["span_count"] for row in rows}
+
+
+_INSERT_SPANS = """
+INSERT INTO trace_spans (project_id, trace_id, span_id, parent_span_id, name, kind, start_ns,
+    end_ns, status_code, status_message, attributes, events, resource, scope)
+SELECT p, t, s, ps, n, k, sn, en, sc, sm, a::jsonb, e::jsonb, r::jsonb, sp
+FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::smallint[],
+    $7::bigint[], $8::bigint[], $9::smallint[], $10::text[], $11::text[], $12::text[],
+    $13::text[], $14::text[]) AS u (p, t, s, ps, n, k, sn, en, sc, sm, a, e, r, sp)
+ON CONFLICT DO NOTHING
+"""
+
+
+async def insert_spans(connection: Connection, spans: Sequence[tuple[UUID, Span]]) -> None:
+    """Store spans; a span id already stored for its trace is kept as it was."""
+    columns: list[list[Any]] = [[] for _ in range(14)]
+    for project_id, span in spans:
+        values = (
+            project_id, span.trace_id, span.span_id, span.parent_span_id, text(span.name),
+            span.kind, _bigint(span.start_ns), _bigint(span.end_ns), span.status_code,
+            text(span.status_message), jsonb_text(span.attributes),
+            jsonb_text(msgspec.to_builtins(span.events)), jsonb_text(span.resource),
+            text(span.scope),
+        )  # fmt: skip
+        for column, value in zip(columns, values, strict=True):
+            column.append(value)
+    await connection.execute(_INSERT_SPANS, *columns)
+
+
+_SPANS_OF = """
+SELECT s.project_id, s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.start_ns,
+       s.end_ns, s.status_code, s.status_message, s.attributes, s.events, s.resource, s.scope
+FROM unnest($1::uuid[], $2::text[]) AS k (project_id, trace_id)
+JOIN trace_spans s ON s.project_id = k.project_id AND s.trace_id = k.trace_id
+"""
+
+
+async def spans_of(
+    executor: Executor, keys: Sequence[tuple[UUID, str]]
+) -> dict[tuple[UUID, str], list[Span]]:
+    """Every stored span of these traces, by key."""
+    rows = await executor.fetch(_SPANS_OF, [key[0] for key in keys], [key[1] for key in keys])
+    found: dict[tuple[UUID, str], list[Span]] = {}
+    for row in rows:
+        found.setdefault((row["project_id"], row["trace_id"]), []).append(_span(row))
+    return found
+
+
+_TRACE_SPANS = """
+SELECT project_id, trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, status_code,
+       status_message, attributes, events, resource, scope
+FROM trace_spans WHERE project_id = $1 AND trace_id = $2
+ORDER BY start_ns, span_id
+LIMIT $3
+"""
+
+
+async def trace_spans(
+    executor: Executor, project_id: UUID, trace_id: str, limit: int
+) -> list[Span]:
+    """A trace's first `limit` spans in the order they started."""
+    rows = await executor.fetch(_TRACE_SPANS, project_id, trace_id, limit)
+    return [_span(row) for row in rows]
+
+
+def _span(row: Any) -> Span:
+    return Span(
+        trace_id=row["trace_id"],
+        span_id=row["span_id"],
+        parent_span_id=row["parent_span_id"],
+        name=row["name"],
+        kind=row["kind"],
+        start_ns=row["start_ns"],
+        end_ns=row["end_ns"],
+        status_code=row["status_code"],
+        status_message=row["status_message"],
+        attributes=row["attributes"],
+        events=tuple(msgspec.convert(event, SpanEvent) for event in row["events"]),
+        resource=row["resource"],
+        scope=row["scope"],
+    )
+
+
+_STORE_SUMMARY = """
+UPDATE traces SET
+    name = $3, input = $4, output = $5, search_text = $6, messages = $7, tool_calls = $8,
+    tool_names = $9, model = $10, usage = $11, error = $12,
+    started_at = COALESCE(to_timestamp(NULLIF($13::bigint, 0) / 1e9), received_at),
+    duration_ms = $14, span_count = $15, updated_at = now()
+WHERE project_id = $1 AND trace_id = $2
+"""
+
+
+async def store_summaries(
+    connection: Connection, summaries: Sequence[tuple[UUID, str, TraceSummary]]
+) -> None:
+    """Write each trace's summary over the one before."""
+    await connection.executemany(_STORE_SUMMARY, [_summary_row(*each) for each in summaries])
+
+
+def _summary_row(project_id: UUID, trace_id: str, summary: TraceSummary) -> tuple[Any, ...]:
+    tool_names = sorted({text(call.name) for call in summary.tool_calls})
+    return (
+        project_id, trace_id, text(summary.name), summary.input, _text_or_none(summary.output),
+        search_text(summary), msgspec.to_builtins(summary.messages),
+        msgspec.to_builtins(summary.tool_calls), tool_names, _text_or_none(summary.model),
+        None if summary.usage is None else msgspec.to_builtins(summary.usage),
+        _text_or_none(summary.error), _bigint(summary.started_ns),
+        max(0, summary.duration_ms), summary.span_count,
+    )  # fmt: skip
+
+
+def search_text(summary: TraceSummary) -> str:
+    """What a search of a trace reads: its input and its reply."""
+    shown_input = summary.input if isinstance(summary.input, str) else _json(summary.input)
+    return text(f"{shown_input}\n{summary.output or ''}")[:SEARCH_TEXT_CHARS]
+
+
+def _json(value: Any) -> str:
+    return "" if value is None else msgspec.json.encode(value).decode()
+
+
+def text(value: str) -> str:
+    """Text PostgreSQL can store: it refuses the character U+0000."""
+    return value.replace("\x00", "\ufffd") if "\x00" in value else value
+
+
+def _text_or_none(value: str | None) -> str | None:
+    return None if value is None else text(value)
+
+
+def _bigint(value: int) -> int:
+    """A time as a bigint: an absurd one (past 2262) is taken as not recorded."""
+    return value if 0 <= value < 2**63 else 0
+
+
+# The conversation (messages) is left out: a list never shows it, and it is most of a row.
+_LIST = """
+SELECT trace_id, name, input, output, '[]'::jsonb AS messages, tool_calls, model, usage, error,
+       started_at, duration_ms, span_count, received_at
+FROM traces
+WHERE project_id = $1
+  AND ($2::text IS NULL OR search_text ILIKE '%' || $2 || '%')
+  AND ($3::text IS NULL OR tool_names @> ARRAY[$3::text])
+  AND (NOT $4::boolean OR error IS NOT NULL)
+  AND ($5::timestamptz IS NULL OR started_at >= $5)
+  AND ($6::timestamptz IS NULL OR started_at < $6)
+  AND ($7::timestamptz IS NULL OR (started_at, trace_id) < ($7, $8::text))
+ORDER BY started_at DESC, trace_id DESC
+LIMIT $9
+"""
+
+
+async def list_traces(
+    executor: Executor,
+    project_id: UUID,
+    filters: TraceFilters,
+    after: tuple[datetime, str] | None,
+    limit: int,
+) -> list[TraceRow]:
+    """A page of a project's traces, newest first; one more than `limit` when more follow."""
+    rows = await executor.fetch(
+        _LIST,
+        project_id,
+        _like_pattern(filters.text),
+        filters.tool,
+        filters.errors_only,
+        filters.started_after,
+        filters.started_before,
+        after[0] if after else None,
+        after[1] if after else None,
+        limit + 1,
+    )
+    return [TraceRow(**dict(row)) for row in rows]
+
+
+def _like_pattern(search: str | None) -> str | None:
+    """The text as a literal inside an ILIKE pattern."""
+    if not search:
+        return None
+    return search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+_GET = """
+SELECT trace_id, name, input, output, messages, tool_calls, model, usage, error, started_at,
+       duration_ms, span_count, received_at
+FROM traces WHERE project_id = $1 AND trace_id = $2
+"""
+
+
+async def get_trace(executor: Executor, project_id: UUID, trace_id: str) -> TraceRow | None:
+    """One trace of the project, or None."""
+    row = await executor.fetchrow(_GET, project_id, trace_id)
+    return None if row is None else TraceRow(**dict(row))
+
+
+_TOOLS = """
+SELECT DISTINCT unnest(tool_names) AS tool FROM (
+    SELECT tool_names FROM traces WHERE project_id = $1
+    ORDER BY started_at DESC LIMIT 2000
+) recent ORDER BY tool LIMIT 200
+"""
+
+
+async def recent_tool_names(executor: Executor, project_id: UUID) -> list[str]:
+    """The tools the project's recent traces called, for the filter's choices."""
+    return [row["tool"] for row in await executor.fetch(_TOOLS, project_id)]
+
+
+# A batch of the oldest expired traces of one project; their spans go with them (cascade).
+_DELETE_EXPIRED = """
+DELETE FROM traces WHERE (project_id, trace_id) IN (
+    SELECT t.project_id, t.trace_id FROM projects p
+    JOIN LATERAL (
+        SELECT project_id, trace_id FROM traces
+        WHERE project_id = p.id
+          AND received_at < now() - make_interval(days => p.trace_retention_days)
+        ORDER BY received_at LIMIT $1
+    ) t ON true
+    LIMIT $1
+)
+"""
+
+
+async def delete_expired(executor: Executor, batch: int) -> int:
+    """Delete at most `batch` traces past their project's retention; how many went."""
+    status: str = await executor.execute(_DELETE_EXPIRED, batch)
+    return int(status.rsplit(" ", 1)[-1])
+
+
+_CASES_FROM = """
+SELECT c.id, c.dataset_id, d.name AS dataset_name
+FROM test_cases c JOIN datasets d ON d.id = c.dataset_id
+WHERE c.source_trace_id = $2 AND d.project_id = $1 AND d.deleted_at IS NULL
+ORDER BY c.created_at
+LIMIT 100
+"""
+
+
+async def cases_from_trace(
+    executor: Executor, project_id: UUID, trace_id: str
+) -> list[tuple[UUID, UUID, str]]:
+    """The project's test cases made from this trace: (case, dataset, dataset name)."""
+    rows = await executor.fetch(_CASES_FROM, project_id, trace_id)
+    return [(row["id"], row["dataset_id"], row["dataset_name"]) for row in rows]
+
+
+_RETENTION = "SELECT trace_retention_days FROM projects WHERE id = $1"
+_SET_RETENTION = "UPDATE projects SET trace_retention_days = $2 WHERE id = $1"
+
+
+async def retention_days(executor: Executor, project_id: UUID) -> int:
+    """How many days the project keeps its traces."""
+    days: int = await executor.fetchval(_RETENTION, project_id)
+    return days
+
+
+async def set_retention_days(executor: Executor, project_id: UUID, days: int) -> None:
+    """Keep the project's traces this many days after they arrive."""
+    await executor.execute(_SET_RETENTION, project_id, days)

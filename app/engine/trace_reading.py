@@ -1,0 +1,188 @@
+"""A worker's duty of reading accepted OTLP requests into spans and trace summaries.
+
+Requests wait in `trace_batches` as they came. A worker takes a few off (skipping those another
+worker holds), decodes them, stores their spans once each, and sums up every trace they touched
+from all of its spans so far. All in one transaction: a worker that dies leaves the batches
+where they were, and a batch read twice stores nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from uuid import UUID
+
+import asyncpg
+
+from app.db import traces as db
+from app.db.pool import Connection
+from app.traces.otlp import Encoding, OtlpError, decode, decompressed
+from app.traces.spans import Span
+from app.traces.summary import TraceSummary, summarise
+
+log = logging.getLogger("agentlasso.traces")
+
+# Batches read per transaction: a few requests' worth of spans, a short transaction.
+BATCHES_PER_PASS = 8
+# After each pass, a rest this many times as long as the pass took.
+REST_PER_PASS = 1.0
+# A batch that failed to store this many times is dropped (and logged), not retried forever.
+MAX_FAILED_ATTEMPTS = 3
+# Decompressing is bounded again here: what the API accepted fits in this.
+_MAX_PLAIN_BYTES = 256 * 1024 * 1024
+
+# Expired traces are deleted this many at a time, with a pause between, so that deleting a
+# month of traces never holds locks or I/O long enough to slow ingestion.
+EXPIRED_PER_BATCH = 2_000
+EXPIRY_PAUSE_S = 0.2
+
+# A trace stores at most this many spans (each new batch sums a trace up from all of them).
+MAX_SPANS_PER_TRACE = 10_000
+
+TraceKey = tuple[UUID, str]
+
+
+async def read_waiting_traces(pool: asyncpg.Pool) -> None:
+    """Read batches until none wait, resting between passes as long as each took: reading
+    traces takes at most about half of a worker, whatever arrives, and its run lanes the
+    rest. A backlog waits in the inbox; more workers read it faster."""
+    while True:
+        began = time.perf_counter()
+        if not await read_some(pool, BATCHES_PER_PASS):
+            return
+        await asyncio.sleep((time.perf_counter() - began) * REST_PER_PASS)
+
+
+class _PassFailed(Exception):
+    """Storing the batches of a pass failed; they are back on the inbox."""
+
+    def __init__(self, batch_ids: list[int]) -> None:
+        super().__init__(batch_ids)
+        self.batch_ids = batch_ids
+
+
+Claim = Callable[[Connection], Awaitable[list[db.ClaimedBatch]]]
+
+
+async def read_some(pool: asyncpg.Pool, limit: int) -> int:
+    """Read up to `limit` waiting batches in one transaction; how many were taken."""
+    try:
+        return await _read_pass(pool, lambda connection: db.claim_batches(connection, limit))
+    except _PassFailed as failed:
+        # Each alone, so that only a batch that fails by itself is counted against it: one
+        # project's bad batch never costs another project's batches their attempts.
+        for batch_id in failed.batch_ids:
+            try:
+                await _read_pass(pool, partial(_claim_one, batch_id=batch_id))
+            except _PassFailed:
+                await db.note_failed(pool, [batch_id])
+        return len(failed.batch_ids)
+
+
+async def _claim_one(connection: Connection, batch_id: int) -> list[db.ClaimedBatch]:
+    return await db.claim_batch(connection, batch_id)
+
+
+async def _read_pass(pool: asyncpg.Pool, claim: Claim) -> int:
+    """Claim batches, store their spans and sum up their traces, in one transaction."""
+    claimed_ids: list[int] = []
+    try:
+        async with pool.acquire() as connection, connection.transaction():
+            batches = await claim(connection)
+            claimed_ids = [batch.id for batch in batches]
+            spans = await asyncio.to_thread(_spans_of_batches, batches)
+            await _store(connection, spans)
+            return len(batches)
+    except (asyncpg.PostgresError, OSError) as exc:
+        if not claimed_ids:
+            raise
+        # Back on the inbox by the rollback; a batch failing alone is counted, so one that can
+        # never be stored is eventually dropped instead of blocking the ones behind it.
+        log.warning("storing %d trace batches failed: %s", len(claimed_ids), exc)
+        raise _PassFailed(claimed_ids) from exc
+
+
+def _spans_of_batches(batches: Sequence[db.ClaimedBatch]) -> list[tuple[UUID, Span]]:
+    """Every span of these batches, with its project; unreadable batches are logged and left."""
+    spans: list[tuple[UUID, Span]] = []
+    for batch in batches:
+        if batch.failed_attempts >= MAX_FAILED_ATTEMPTS:
+            log.error("dropped trace batch %d: it failed to store %d times", batch.id,
+                      batch.failed_attempts)  # fmt: skip
+            continue
+        try:
+            plain = decompressed(batch.body, "gzip" if batch.gzipped else None, _MAX_PLAIN_BYTES)
+            decoded = decode(plain, Encoding(batch.encoding))
+        except OtlpError as exc:
+            log.error("dropped trace batch %d: %s", batch.id, exc)
+            continue
+        spans.extend((batch.project_id, span) for span in decoded)
+    return spans
+
+
+async def _store(connection: Connection, spans: list[tuple[UUID, Span]]) -> None:
+    """Store the spans and sum up each trace they belong to."""
+    if not spans:
+        return
+    arrived = _by_trace(spans)
+    keys = sorted(arrived)
+    held_before = await db.lock_traces(connection, keys)
+    arrived = _within_cap(arrived, held_before)
+    await db.insert_spans(
+        connection, [(key[0], span) for key, kept in arrived.items() for span in kept]
+    )
+    # A trace seen for the first time has only the spans that just arrived: no need to read.
+    seen_before = [key for key in keys if held_before.get(key)]
+    stored = await db.spans_of(connection, seen_before) if seen_before else {}
+    whole = {key: stored.get(key) or _unique(arrived[key]) for key in keys}
+    summaries = await asyncio.to_thread(_summaries, whole)
+    await db.store_summaries(connection, summaries)
+
+
+def _within_cap(
+    arrived: dict[TraceKey, list[Span]], held_before: dict[TraceKey, int]
+) -> dict[TraceKey, list[Span]]:
+    """The arrived spans a trace still has room for; past MAX_SPANS_PER_TRACE, none."""
+    kept: dict[TraceKey, list[Span]] = {}
+    for key, spans in arrived.items():
+        room = MAX_SPANS_PER_TRACE - held_before.get(key, 0)
+        if len(spans) > room:
+            log.warning("trace %s is over %d spans: %d not stored", key[1],
+                        MAX_SPANS_PER_TRACE, len(spans) - max(room, 0))  # fmt: skip
+        kept[key] = spans[: max(room, 0)]
+    return kept
+
+
+def _by_trace(spans: list[tuple[UUID, Span]]) -> dict[TraceKey, list[Span]]:
+    grouped: dict[TraceKey, list[Span]] = {}
+    for project_id, span in spans:
+        grouped.setdefault((project_id, span.trace_id), []).append(span)
+    return grouped
+
+
+def _unique(spans: list[Span]) -> list[Span]:
+    """The first of each span id, as storing keeps the first."""
+    return list({span.span_id: span for span in reversed(spans)}.values())
+
+
+def _summaries(whole: dict[TraceKey, list[Span]]) -> list[tuple[UUID, str, TraceSummary]]:
+    return [(key[0], key[1], _summary(key, spans)) for key, spans in whole.items()]
+
+
+def _summary(key: TraceKey, spans: list[Span]) -> TraceSummary:
+    try:
+        return summarise(spans)
+    except Exception:  # a bug in reading one trace must not lose the spans of the others
+        log.exception("summing up trace %s failed", key[1])
+        return TraceSummary(name=spans[0].name, span_count=len(spans))
+
+
+async def delete_expired_traces(pool: asyncpg.Pool) -> None:
+    """Delete traces past their project's retention, a batch at a time, yielding between."""
+    deleted = EXPIRED_PER_BATCH
+    while deleted == EXPIRED_PER_BATCH:
+        deleted = await db.delete_expired(pool, EXPIRED_PER_BATCH)
+        await asyncio.sleep(EXPIRY_PAUSE_S)

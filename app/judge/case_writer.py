@@ -1,0 +1,94 @@
+"""The one place that calls the model to generate test cases: a plan, then a case per slot.
+
+Calls go through the judge's ModelCaller (its timeout, retries, and reasons for an outage or a
+refused key); what the model answers is read and validated in app/judge/candidates.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Generic, TypeVar
+
+import msgspec
+
+from app.domain.case_drafts import Candidate, Slot
+from app.domain.judging import Usage
+from app.judge.candidates import PlannedSlot, read_candidate, read_plan
+from app.judge.case_prompts import (
+    CASE_TOOL_NAME,
+    PLAN_TOOL_NAME,
+    GenerationInput,
+    case_params,
+    plan_params,
+)
+from app.judge.model_calls import Failure, JudgeSettings, ModelCaller, Reply, Tally
+from app.retry_policy import Sleep
+
+Answer = TypeVar("Answer")
+
+
+class Asked(msgspec.Struct, Generic[Answer], frozen=True, kw_only=True):
+    """One question's answer (or why there is none: a str from the reader, a Failure from the
+    call), with the model that answered and what the attempts cost."""
+
+    answer: Answer | str | Failure
+    model: str
+    usage: Usage
+    calls: int
+
+
+class CaseWriter:
+    """Asks the model for a plan and for cases; one per generation request."""
+
+    def __init__(self, settings: JudgeSettings, sleep: Sleep = asyncio.sleep) -> None:
+        self._settings = settings
+        self._caller = ModelCaller(settings, sleep, who="the model")
+
+    @property
+    def model(self) -> str:
+        """The model this writer asks."""
+        return self._settings.model
+
+    async def plan(self, source: GenerationInput, count: int) -> Asked[list[PlannedSlot]]:
+        """The model's plan of `count` slots; an unusable one is asked for once more."""
+        forced_tool = self._caller.forced_tool
+        params = plan_params(
+            source,
+            count,
+            model=self._settings.model,
+            max_tokens=self._settings.max_tokens,
+            forced_tool=forced_tool,
+        )
+
+        def read(reply: Reply) -> list[PlannedSlot] | str:
+            return read_plan(reply.output, forced_tool=forced_tool)
+
+        def usable(answer: list[PlannedSlot] | str) -> bool:
+            return not isinstance(answer, str)
+
+        tally = Tally(self._settings.model)
+        answer = await self._caller.ask(params, PLAN_TOOL_NAME, tally, read, usable)
+        return Asked(answer=answer, model=tally.model, usage=tally.usage, calls=tally.attempts)
+
+    async def write(self, source: GenerationInput, slot: Slot) -> Asked[Candidate]:
+        """One candidate for the slot, or why there is none. An invalid candidate is not asked
+        for again here: the caller regenerates empty slots, a bounded number of times."""
+        forced_tool = self._caller.forced_tool
+        params = case_params(
+            source,
+            slot,
+            model=self._settings.model,
+            max_tokens=self._settings.max_tokens,
+            forced_tool=forced_tool,
+        )
+
+        def read(reply: Reply) -> Candidate | str:
+            return read_candidate(reply.output, slot, source.profile, forced_tool=forced_tool)
+
+        tally = Tally(self._settings.model)
+        answer = await self._caller.ask(params, CASE_TOOL_NAME, tally, read, lambda _: True)
+        return Asked(answer=answer, model=tally.model, usage=tally.usage, calls=tally.attempts)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._caller.aclose()

@@ -1,0 +1,201 @@
+"""A generation's model calls: the plan, a case per slot, each candidate validated and compared
+with what the dataset holds, empty slots asked for again; what it all cost.
+
+Imported on first use (it loads the model SDK, some 77 MB an API process otherwise saves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from app.db import case_drafts as draft_rows
+from app.domain.case_drafts import AgentProfile, Candidate, Discarded, GenerationRecord, Slot
+from app.domain.datasets import Dataset
+from app.domain.judging import Usage
+from app.engine.judge_clients import JudgeClients
+from app.errors import Conflict, Unavailable
+from app.judge.candidates import balanced_slots
+from app.judge.case_prompts import GENERATION_PROMPT_VERSION, GenerationInput
+from app.judge.case_writer import Asked, CaseWriter
+from app.judge.model_calls import Failure
+from app.judge.near_duplicates import SeenInputs, input_text
+from app.judge.pricing import cost_usd
+from app.services.platform import Platform
+from app.services.test_cases import content_problems
+
+NO_MODEL_KEY = (
+    "No model is configured to generate cases: set the project's Anthropic API key under "
+    "Settings, AI judge (or the server's ANTHROPIC_API_KEY)."
+)
+# An empty slot is asked for again at most this many times.
+MAX_REGENERATIONS = 2
+# The dataset's newest cases (and pending drafts) a new case is compared with.
+COMPARED_CASES = 2_000
+
+
+async def open_generation(
+    platform: Platform, project_id: UUID, dataset: Dataset, profile: AgentProfile,
+    instruction: str | None,
+) -> GenerationRun:  # fmt: skip
+    """A generation for the dataset, with the project's model (Conflict when it has none)."""
+    writer = await _writer(platform, project_id)
+    inputs = await draft_rows.seen_inputs(platform.pool, dataset.id, COMPARED_CASES)
+    seen = [input_text(value) for value in inputs]
+    source = GenerationInput(
+        profile=profile,
+        instruction=instruction,
+        data_context=dataset.data_context,
+        existing_inputs=tuple(seen),
+    )
+    # Off the event loop: a few thousand long inputs take a second or two to index.
+    seen_inputs = await asyncio.to_thread(SeenInputs, seen)
+    return GenerationRun(platform, writer, source, seen_inputs)
+
+
+async def _writer(platform: Platform, project_id: UUID) -> CaseWriter:
+    """The writer, with the project's key and model (else the server's); Conflict if none."""
+    clients = JudgeClients(platform.settings, platform.pool, platform.secret_key)
+    chosen = await clients.settings_for(project_id)
+    if chosen is None:
+        raise Conflict(NO_MODEL_KEY)
+    max_tokens = platform.settings.generation_max_tokens
+    return CaseWriter(msgspec.structs.replace(chosen, max_tokens=max_tokens))
+
+
+class GenerationRun:
+    """One generation's model calls: the plan, the slots, what they cost, what was dropped."""
+
+    def __init__(
+        self, platform: Platform, writer: CaseWriter, source: GenerationInput, seen: SeenInputs
+    ) -> None:
+        self._writer = writer
+        self._source = source
+        self._seen = seen
+        self._limit = asyncio.Semaphore(max(1, platform.settings.generation_concurrency))
+        self._prices = platform.settings.judge_prices
+        self._started = time.perf_counter()
+        self._slots: list[Slot] = []
+        self._filled: dict[int, Candidate] = {}
+        self._failure: str | None = None
+        self._auth_failed = False
+        self.model = writer.model
+        self.usage = Usage()
+        self.calls = 0
+        self.discarded: list[Discarded] = []
+
+    async def run(self, count: int, deadline_s: float) -> bool:
+        """Plan and fill `count` slots; True when the deadline cut it short."""
+        try:
+            async with asyncio.timeout(deadline_s):
+                await self._fill(await self._plan(count))
+        except TimeoutError:
+            self._failure = self._failure or f"the model did not finish within {deadline_s:g} s"
+            return True
+        return False
+
+    async def run_slots(self, slots: list[Slot], deadline_s: float) -> None:
+        """Fill these slots (a regeneration), within the deadline."""
+        try:
+            async with asyncio.timeout(deadline_s):
+                await self._fill(slots)
+        except TimeoutError:
+            self._failure = self._failure or f"the model did not finish within {deadline_s:g} s"
+
+    async def aclose(self) -> None:
+        """Close the model client's connections."""
+        await self._writer.aclose()
+
+    def candidates(self) -> list[Candidate]:
+        """The valid candidates, in the plan's order."""
+        return [self._filled[index] for index in sorted(self._filled)]
+
+    def record(
+        self, dataset_id: UUID, agent_id: UUID | None, instruction: str | None, requested: int
+    ) -> GenerationRecord:
+        """The generation as it is stored, with its usage and cost."""
+        try:
+            cost: float | None = cost_usd(self.usage, self.model, self._prices)
+        except KeyError:
+            cost = None  # a model this server has no price for: tokens are still counted
+        return GenerationRecord(
+            id=uuid.uuid4(), dataset_id=dataset_id, agent_id=agent_id,
+            profile=self._source.profile, instruction=instruction, requested=requested,
+            model=self.model, prompt_version=GENERATION_PROMPT_VERSION, usage=self.usage,
+            cost_usd=cost, calls=self.calls,
+            latency_ms=round((time.perf_counter() - self._started) * 1000),
+        )  # fmt: skip
+
+    def raise_failure(self) -> None:
+        """No draft came of it: say why when the model itself failed (else it just found none
+        valid, which the caller reports with what was dropped)."""
+        if self._failure is not None:
+            raise self._error(self._failure)
+
+    def _error(self, failure: str) -> Conflict | Unavailable:
+        if self._auth_failed:
+            return Conflict(f"The model could not be used: {failure}.")
+        return Unavailable(f"No case could be generated: {failure}.", retry_after_s=30)
+
+    async def _plan(self, count: int) -> list[Slot]:
+        asked = await self._writer.plan(self._source, count)
+        self._count(asked)
+        if isinstance(asked.answer, Failure):
+            self._failed(asked.answer)
+            raise self._error(asked.answer.reason)
+        planned = [] if isinstance(asked.answer, str) else asked.answer
+        self._slots = balanced_slots(planned, count, self._source.profile)
+        return self._slots
+
+    async def _fill(self, slots: list[Slot]) -> None:
+        """Fill every slot; an empty one is asked for again, at most MAX_REGENERATIONS times."""
+        self._slots = slots
+        for _ in range(1 + MAX_REGENERATIONS):
+            empty = [index for index in range(len(slots)) if index not in self._filled]
+            if not empty or self._auth_failed:
+                return
+            await asyncio.gather(*(self._write(index) for index in empty))
+
+    async def _write(self, index: int) -> None:
+        slot = self._slots[index]
+        async with self._limit:
+            if self._auth_failed:
+                return
+            asked = await self._writer.write(self._source, slot)
+        self._count(asked)
+        answer = asked.answer
+        if isinstance(answer, Failure):
+            self._failed(answer)
+            return
+        problem = answer if isinstance(answer, str) else self._problem(answer)
+        if problem is not None:
+            self.discarded.append(Discarded(category=slot.category, reason=problem))
+            return
+        assert isinstance(answer, Candidate)
+        # No await between the check and the add: concurrent slots cannot both pass it.
+        self._seen.add(input_text(answer.content.input))
+        self._filled[index] = answer
+
+    def _problem(self, candidate: Candidate) -> str | None:
+        """Why a candidate that parsed still cannot become a draft, or None."""
+        problems = content_problems(candidate.content)
+        if problems:
+            return f"its checks are not valid: {problems[0].detail}"
+        repeated = self._seen.resembled(input_text(candidate.content.input))
+        if repeated is not None:
+            return f"it nearly repeats an existing case: {repeated[:120]!r}"
+        return None
+
+    def _count(self, asked: Asked[Any]) -> None:
+        self.usage = self.usage.plus(asked.usage)
+        self.calls += asked.calls
+        self.model = asked.model
+
+    def _failed(self, failure: Failure) -> None:
+        self._failure = failure.reason
+        self._auth_failed = self._auth_failed or failure.auth_failed

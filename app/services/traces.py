@@ -1,0 +1,201 @@
+"""Traces: accepting OTLP requests, reading traces back, and making test cases from them."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from app.db import traces as trace_rows
+from app.db.traces import TraceFilters, TraceRow
+from app.domain.checks import Check
+from app.domain.test_cases import TestCase, TestCaseContent
+from app.errors import (
+    BodyTooLarge,
+    Conflict,
+    FieldError,
+    InvalidInput,
+    MalformedBody,
+    NotFound,
+    UnsupportedMediaType,
+)
+from app.services.platform import Platform
+from app.services.test_cases import ContentWarning, create_test_case
+from app.traces.cases import case_input, suggested_checks
+from app.traces.otlp import Intake, OtlpError, OtlpTooLarge, check, decompressed, encoding_of
+from app.traces.spans import Span
+
+# A request over this size is checked on a thread, leaving the event loop to other requests.
+_CHECK_OFF_LOOP_BYTES = 256 * 1024
+TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+# The cursor continues after (started_at in microseconds, trace id).
+TRACE_CURSOR_PATTERN = r"^(\d{1,17})\.([0-9a-f]{32})$"
+_CURSOR = re.compile(TRACE_CURSOR_PATTERN)
+# A trace's page and its API answer carry its first spans; span_count says how many it has.
+SPANS_SHOWN = 1_000
+NO_TRACE = "No trace with this id in your project (or it is past the project's retention)."
+
+
+class TraceView(msgspec.Struct, frozen=True, kw_only=True):
+    """One trace with its spans, and the test cases made from it."""
+
+    trace: TraceRow
+    spans: list[Span]
+    cases: list[tuple[UUID, UUID, str]]
+
+
+class Suggestions(msgspec.Struct, frozen=True, kw_only=True):
+    """What a case from a trace could also take: the recorded reply as its expected output."""
+
+    expected_output: str | None
+
+
+async def accept_otlp(
+    platform: Platform,
+    project_id: UUID,
+    body: bytes,
+    content_type: str | None,
+    content_encoding: str | None,
+) -> Intake:
+    """Check an OTLP request and keep it for a worker to read; what was accepted and refused."""
+    settings = platform.settings
+    try:
+        encoding = encoding_of(content_type)
+    except OtlpError as exc:
+        raise UnsupportedMediaType(str(exc), header="content-type") from exc
+    try:
+        plain = decompressed(body, content_encoding, settings.trace_max_body_bytes)
+        intake = await _checked(plain, encoding)
+    except OtlpTooLarge as exc:
+        raise BodyTooLarge(_sentence(exc)) from exc
+    except OtlpError as exc:
+        raise MalformedBody(_sentence(exc)) from exc
+    if intake.span_count > settings.trace_max_spans_per_request:
+        raise BodyTooLarge(
+            f"A request may carry at most {settings.trace_max_spans_per_request} spans; this one "
+            f"has {intake.span_count}. Send smaller batches (the SDK's max_export_batch_size)."
+        )
+    if intake.accepted:
+        gzipped = plain is not body
+        await trace_rows.add_batch(
+            platform.pool, project_id, encoding.value, gzipped, body, intake.accepted
+        )
+    return intake
+
+
+def _sentence(exc: Exception) -> str:
+    text = str(exc)
+    return text[:1].upper() + text[1:] + "."
+
+
+async def _checked(plain: bytes, encoding: Any) -> Intake:
+    if len(plain) > _CHECK_OFF_LOOP_BYTES:
+        return await asyncio.to_thread(check, plain, encoding)
+    return check(plain, encoding)
+
+
+async def list_traces(
+    platform: Platform, project_id: UUID, filters: TraceFilters, cursor: str | None, limit: int
+) -> tuple[list[TraceRow], str | None]:
+    """A page of the project's traces, newest first, and the cursor to the next one."""
+    rows = await trace_rows.list_traces(
+        platform.pool, project_id, filters, decode_cursor(cursor), limit
+    )
+    if len(rows) <= limit:
+        return rows, None
+    last = rows[limit - 1]
+    return rows[:limit], encode_cursor(last.started_at, last.trace_id)
+
+
+def encode_cursor(started_at: datetime, trace_id: str) -> str:
+    """The cursor that continues after this trace."""
+    micros = round(started_at.timestamp() * 1_000_000)
+    return f"{micros}.{trace_id}"
+
+
+def decode_cursor(cursor: str | None) -> tuple[datetime, str] | None:
+    """Where a cursor continues after; InvalidInput naming `cursor` when it is not one."""
+    if not cursor:
+        return None
+    found = _CURSOR.match(cursor)
+    if found is None:
+        detail = "Use the next_cursor of the previous page."
+        raise InvalidInput(
+            "The cursor is not valid.", [FieldError(parameter="cursor", detail=detail)]
+        )
+    started_at = datetime.fromtimestamp(int(found[1]) / 1_000_000, UTC)
+    return started_at, found[2]
+
+
+async def get_trace(platform: Platform, project_id: UUID, trace_id: str) -> TraceView:
+    """A trace with its spans in start order and the cases made from it."""
+    trace = await _trace(platform, project_id, trace_id)
+    spans = await trace_rows.trace_spans(platform.pool, project_id, trace_id, SPANS_SHOWN)
+    cases = await trace_rows.cases_from_trace(platform.pool, project_id, trace_id)
+    return TraceView(trace=trace, spans=spans, cases=cases)
+
+
+async def _trace(platform: Platform, project_id: UUID, trace_id: str) -> TraceRow:
+    trace_id = trace_id.lower()
+    trace = None
+    if TRACE_ID.match(trace_id):
+        trace = await trace_rows.get_trace(platform.pool, project_id, trace_id)
+    if trace is None:
+        raise NotFound(NO_TRACE)
+    return trace
+
+
+async def get_trace_summary(platform: Platform, project_id: UUID, trace_id: str) -> TraceRow:
+    """A trace's summary alone (no spans): what a form about the trace needs."""
+    return await _trace(platform, project_id, trace_id)
+
+
+def checks_offered(trace: TraceRow) -> tuple[Check, ...]:
+    """The checks a case from this trace starts with unless others are given."""
+    return suggested_checks([str(call.get("name") or "") for call in trace.tool_calls])
+
+
+async def make_case_from_trace(
+    platform: Platform,
+    project_id: UUID,
+    trace_id: str,
+    dataset_id: UUID,
+    *,
+    checks: tuple[Check, ...] | None = None,
+    expected_output: str | None = None,
+) -> tuple[TestCase, list[ContentWarning], Suggestions]:
+    """A new case in the dataset with the trace's input, linked to the trace."""
+    trace = await _trace(platform, project_id, trace_id)
+    made_input = case_input(trace.input)
+    if made_input is None:
+        raise Conflict("This trace recorded no input for the agent, so no case can start from it.")
+    content = TestCaseContent(
+        input=made_input,
+        checks=checks_offered(trace) if checks is None else checks,
+        expected_output=expected_output,
+        description=f"From trace {trace.name or trace.trace_id}"[:500],
+    )
+    case, warnings = await create_test_case(
+        platform, project_id, dataset_id, content, source_trace_id=trace.trace_id
+    )
+    return case, warnings, Suggestions(expected_output=trace.output)
+
+
+async def retention_days(platform: Platform, project_id: UUID) -> int:
+    """How many days the project keeps a trace after it arrives."""
+    return await trace_rows.retention_days(platform.pool, project_id)
+
+
+async def set_retention_days(platform: Platform, project_id: UUID, days: int) -> int:
+    """Keep the project's traces this many days; older ones go within a minute or so."""
+    await trace_rows.set_retention_days(platform.pool, project_id, days)
+    return days
+
+
+async def recent_tool_names(platform: Platform, project_id: UUID) -> list[str]:
+    """The tools the project's recent traces called: the choices of the tool filter."""
+    return await trace_rows.recent_tool_names(platform.pool, project_id)
