@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from app.db import traces as trace_rows
 from app.db.pool import create_pool
 from app.engine.trace_reading import (
     BATCHES_PER_PASS,
@@ -541,3 +542,48 @@ async def test_the_time_range_takes_rfc_3339_times_only(client: httpx.AsyncClien
         refused = await client.get("/api/v1/traces", params={"started_before": bad})
         assert refused.status_code == 422, (bad, refused.text)
         assert refused.json()["errors"][0]["parameter"] == "started_before"
+
+
+async def test_a_filter_finds_old_matches_beyond_the_newest_traces_it_looks_through_first(
+    client: httpx.AsyncClient, pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(trace_rows, "RECENT_WINDOW", 1)  # a window of limit + 2 traces
+    conversations = []
+    for index in range(7):
+        spans = refund_conversation()
+        for spec in spans:
+            spec.start_ms += index * 10_000
+        if index == 0:  # only the oldest never calls stripe.refund
+            spans = [s for s in spans if "execute_tool" not in s.name]
+        conversations.append(spans)
+        await export(client, protobuf_request(spans), PROTOBUF)
+    await read_waiting_traces(pool)
+    ids = [spans[0].trace_id for spans in conversations]
+    since = {"started_after": "2026-12-01T09:00:00Z"}
+
+    async def listed(**params: Any) -> dict[str, Any]:
+        response = await client.get("/api/v1/traces", params={**since, **params})
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    everything = await listed(q="refund order 1234", limit=100)
+    assert [t["trace_id"] for t in everything["items"]][-7:] == ids[::-1]
+    with_tool = await listed(tool="stripe.refund", limit=2)
+    assert [t["trace_id"] for t in with_tool["items"]] == [ids[6], ids[5]]
+    oldest = openinference_conversation()
+    for spec in oldest:
+        spec.start_ms -= 60_000
+    await export(client, json_request(oldest), JSON)
+    await read_waiting_traces(pool)
+    beyond = await listed(q="coat in Oslo", limit=2)
+    assert [t["trace_id"] for t in beyond["items"]] == [oldest[0].trace_id]
+    assert (await listed(q="words in no trace", limit=2))["items"] == []
+    pages, cursor = [], None
+    while True:
+        page = await listed(tool="stripe.refund", limit=2, **({"cursor": cursor} if cursor else {}))
+        pages += [t["trace_id"] for t in page["items"]]
+        if not (cursor := page["next_cursor"]):
+            break
+    assert pages == ids[:0:-1], "every match, newest first, across pages"
+    assert ids[0] not in pages
