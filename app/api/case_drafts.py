@@ -19,7 +19,7 @@ from app.api.pagination import (
     next_cursor,
     parse_id,
 )
-from app.api.test_cases import TestCase, case_out
+from app.api.test_cases import TestCase, case_out, with_edits
 from app.domain import case_drafts as domain
 from app.domain.case_drafts import Category, DraftStatus, ToolSpec
 from app.domain.checks import Check, WrittenChecks
@@ -68,14 +68,7 @@ class DraftAccept(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     def apply(self, current: TestCaseContent) -> TestCaseContent:
         """The draft's content with these edits."""
-        changes = {
-            name: value
-            for name in self.__struct_fields__
-            if (value := getattr(self, name)) is not msgspec.UNSET
-        }
-        if isinstance(changes.get("checks"), list):
-            changes["checks"] = tuple(changes["checks"])
-        return msgspec.structs.replace(current, **changes)
+        return with_edits(current, self)
 
 
 class CaseDraft(msgspec.Struct, kw_only=True):

@@ -66,14 +66,19 @@ class TestCaseUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     def apply(self, current: TestCaseContent) -> TestCaseContent:
         """The current content with these changes."""
-        changes = {
-            name: value
-            for name in self.__struct_fields__
-            if (value := getattr(self, name)) is not msgspec.UNSET
-        }
-        if isinstance(changes.get("checks"), list):
-            changes["checks"] = tuple(changes["checks"])
-        return msgspec.structs.replace(current, **changes)
+        return with_edits(current, self)
+
+
+def with_edits(current: TestCaseContent, edits: msgspec.Struct) -> TestCaseContent:
+    """The content with every field the edits set (absent ones, UNSET, are kept)."""
+    changes = {
+        name: value
+        for name in edits.__struct_fields__
+        if (value := getattr(edits, name)) is not msgspec.UNSET
+    }
+    if isinstance(changes.get("checks"), list):
+        changes["checks"] = tuple(changes["checks"])
+    return msgspec.structs.replace(current, **changes)
 
 
 class TestCase(msgspec.Struct, kw_only=True):

@@ -7,7 +7,8 @@ refused key); what the model answers is read and validated in app/judge/candidat
 from __future__ import annotations
 
 import asyncio
-from typing import Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -66,9 +67,7 @@ class CaseWriter:
         def usable(answer: list[PlannedSlot] | str) -> bool:
             return not isinstance(answer, str)
 
-        tally = Tally(self._settings.model)
-        answer = await self._caller.ask(params, PLAN_TOOL_NAME, tally, read, usable)
-        return Asked(answer=answer, model=tally.model, usage=tally.usage, calls=tally.attempts)
+        return await self._ask(params, PLAN_TOOL_NAME, read, usable)
 
     async def write(self, source: GenerationInput, slot: Slot) -> Asked[Candidate]:
         """One candidate for the slot, or why there is none. An invalid candidate is not asked
@@ -85,8 +84,18 @@ class CaseWriter:
         def read(reply: Reply) -> Candidate | str:
             return read_candidate(reply.output, slot, source.profile, forced_tool=forced_tool)
 
+        return await self._ask(params, CASE_TOOL_NAME, read, lambda _: True)
+
+    async def _ask(
+        self,
+        params: dict[str, Any],
+        tool_name: str,
+        read: Callable[[Reply], Answer | str],
+        usable: Callable[[Answer | str], bool],
+    ) -> Asked[Answer]:
+        """One question to the model, with what it took."""
         tally = Tally(self._settings.model)
-        answer = await self._caller.ask(params, CASE_TOOL_NAME, tally, read, lambda _: True)
+        answer = await self._caller.ask(params, tool_name, tally, read, usable)
         return Asked(answer=answer, model=tally.model, usage=tally.usage, calls=tally.attempts)
 
     async def aclose(self) -> None:
