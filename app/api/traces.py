@@ -299,10 +299,11 @@ class TraceController(Controller):
     ) -> TestCaseFromTraceOut:
         """A test case with the trace's input, in the dataset, linked to the trace."""
         dataset_id = body_id(data.dataset_id, "/dataset_id", "dataset")
+        trace = await service.get_trace_summary(platform, project_id, trace_id)
         case, warnings, suggestions = await service.make_case_from_trace(
             platform,
             project_id,
-            trace_id,
+            trace,
             dataset_id,
             checks=None if data.checks is None else tuple(data.checks),
             expected_output=data.expected_output,

@@ -117,12 +117,6 @@ async def note_failed(executor: Executor, batch_ids: Sequence[int]) -> None:
     await executor.execute(_NOTE_FAILED, list(batch_ids))
 
 
-async def waiting_batches(executor: Executor) -> int:
-    """How many batches wait to be read."""
-    count: int = await executor.fetchval("SELECT count(*) FROM trace_batches")
-    return count
-
-
 # Creates the traces not seen before and locks every one of them until the transaction ends,
 # so two workers storing spans of one trace take turns, and each sums up all of its spans.
 # Rows are locked in key order: two such statements never wait on each other in a cycle.
@@ -378,14 +372,16 @@ def _like_pattern(search: str | None) -> str | None:
 _GET = """
 SELECT trace_id, name, input, output, messages, tool_calls, model, usage, error, started_at,
        duration_ms, span_count, received_at
-FROM traces WHERE project_id = $1 AND trace_id = $2
+FROM traces WHERE project_id = $1 AND trace_id = ANY($2::text[])
 """
 
 
-async def get_trace(executor: Executor, project_id: UUID, trace_id: str) -> TraceRow | None:
-    """One trace of the project, or None."""
-    row = await executor.fetchrow(_GET, project_id, trace_id)
-    return None if row is None else _row(row)
+async def get_traces(
+    executor: Executor, project_id: UUID, trace_ids: Sequence[str]
+) -> dict[str, TraceRow]:
+    """Those of these traces the project has, by id."""
+    rows = await executor.fetch(_GET, project_id, list(trace_ids))
+    return {row["trace_id"]: _row(row) for row in rows}
 
 
 _TOOLS = """

@@ -76,14 +76,10 @@ async def read_some(pool: asyncpg.Pool, limit: int) -> int:
         # project's bad batch never costs another project's batches their attempts.
         for batch_id in failed.batch_ids:
             try:
-                await _read_pass(pool, partial(_claim_one, batch_id=batch_id))
+                await _read_pass(pool, partial(db.claim_batch, batch_id=batch_id))
             except _PassFailed:
                 await db.note_failed(pool, [batch_id])
         return len(failed.batch_ids)
-
-
-async def _claim_one(connection: Connection, batch_id: int) -> list[db.ClaimedBatch]:
-    return await db.claim_batch(connection, batch_id)
 
 
 async def _read_pass(pool: asyncpg.Pool, claim: Claim) -> int:

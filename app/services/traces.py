@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 from uuid import UUID
 
 import msgspec
@@ -26,7 +26,15 @@ from app.errors import (
 from app.services.platform import Platform
 from app.services.test_cases import ContentWarning, create_test_case
 from app.traces.cases import case_input, suggested_checks
-from app.traces.otlp import Intake, OtlpError, OtlpTooLarge, check, decompressed, encoding_of
+from app.traces.otlp import (
+    Encoding,
+    Intake,
+    OtlpError,
+    OtlpTooLarge,
+    check,
+    decompressed,
+    encoding_of,
+)
 from app.traces.spans import Span
 
 # A request over this size is checked on a thread, leaving the event loop to other requests.
@@ -92,7 +100,7 @@ def _sentence(exc: Exception) -> str:
     return text[:1].upper() + text[1:] + "."
 
 
-async def _checked(plain: bytes, encoding: Any) -> Intake:
+async def _checked(plain: bytes, encoding: Encoding) -> Intake:
     if len(plain) > _CHECK_OFF_LOOP_BYTES:
         return await asyncio.to_thread(check, plain, encoding)
     return check(plain, encoding)
@@ -133,25 +141,29 @@ def decode_cursor(cursor: str | None) -> tuple[datetime, str] | None:
 
 async def get_trace(platform: Platform, project_id: UUID, trace_id: str) -> TraceView:
     """A trace with its spans in start order and the cases made from it."""
-    trace = await _trace(platform, project_id, trace_id)
+    trace = await get_trace_summary(platform, project_id, trace_id)
     spans = await trace_rows.trace_spans(platform.pool, project_id, trace_id, SPANS_SHOWN)
     cases = await trace_rows.cases_from_trace(platform.pool, project_id, trace_id)
     return TraceView(trace=trace, spans=spans, cases=cases)
 
 
-async def _trace(platform: Platform, project_id: UUID, trace_id: str) -> TraceRow:
-    trace_id = trace_id.lower()
-    trace = None
-    if TRACE_ID.match(trace_id):
-        trace = await trace_rows.get_trace(platform.pool, project_id, trace_id)
-    if trace is None:
-        raise NotFound(NO_TRACE)
-    return trace
-
-
 async def get_trace_summary(platform: Platform, project_id: UUID, trace_id: str) -> TraceRow:
-    """A trace's summary alone (no spans): what a form about the trace needs."""
-    return await _trace(platform, project_id, trace_id)
+    """A trace's summary alone (no spans); NotFound when it is not the project's."""
+    return (await trace_summaries(platform, project_id, [trace_id]))[0]
+
+
+async def trace_summaries(
+    platform: Platform, project_id: UUID, trace_ids: Sequence[str]
+) -> list[TraceRow]:
+    """Traces' summaries in the order asked, read at once; NotFound when one is not the
+    project's (or has expired)."""
+    wanted = [trace_id.lower() for trace_id in trace_ids]
+    if not all(TRACE_ID.match(trace_id) for trace_id in wanted):
+        raise NotFound(NO_TRACE)
+    found = await trace_rows.get_traces(platform.pool, project_id, wanted)
+    if any(trace_id not in found for trace_id in wanted):
+        raise NotFound(NO_TRACE)
+    return [found[trace_id] for trace_id in wanted]
 
 
 def checks_offered(trace: TraceRow) -> tuple[Check, ...]:
@@ -162,14 +174,14 @@ def checks_offered(trace: TraceRow) -> tuple[Check, ...]:
 async def make_case_from_trace(
     platform: Platform,
     project_id: UUID,
-    trace_id: str,
+    trace: TraceRow,
     dataset_id: UUID,
     *,
     checks: tuple[Check, ...] | None = None,
     expected_output: str | None = None,
 ) -> tuple[TestCase, list[ContentWarning], Suggestions]:
-    """A new case in the dataset with the trace's input, linked to the trace."""
-    trace = await _trace(platform, project_id, trace_id)
+    """A new case in the dataset with the trace's input, linked to the trace (one the caller
+    read with get_trace_summary or trace_summaries)."""
     made_input = case_input(trace.input)
     if made_input is None:
         raise Conflict("This trace recorded no input for the agent, so no case can start from it.")

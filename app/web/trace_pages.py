@@ -74,7 +74,7 @@ class TracePages(Controller):
         if len(trace_ids) > MAX_TRACES_ADDED:
             errors = {"": f"Choose at most {MAX_TRACES_ADDED} traces at once."}
             return await _add_page(request, platform, [], {}, errors, status_code=422)
-        traces = await _summaries(platform, project_id, trace_ids)
+        traces = await trace_service.trace_summaries(platform, project_id, trace_ids)
         choices = [
             offered_choice(index, trace, trace_service.checks_offered(trace))
             for index, trace in enumerate(traces)
@@ -86,7 +86,7 @@ class TracePages(Controller):
         """A test case of each trace, in the chosen dataset, with the checks left ticked."""
         project_id = session_of(request).project_id
         form = await request.form()
-        traces = await _summaries(platform, project_id, posted_trace_ids(form))
+        traces = await trace_service.trace_summaries(platform, project_id, posted_trace_ids(form))
         errors: dict[str, str] = {}
         choices = [
             posted_choice(form, index, trace, trace_service.checks_offered(trace), errors)
@@ -102,7 +102,7 @@ class TracePages(Controller):
         async def add_all() -> str:
             for choice in choices:
                 case, _, _ = await trace_service.make_case_from_trace(
-                    platform, project_id, choice.trace.trace_id, dataset_id,
+                    platform, project_id, choice.trace, dataset_id,
                     checks=choice.kept_checks(), expected_output=choice.expected(),
                 )  # fmt: skip
                 made.append(case)
@@ -138,16 +138,6 @@ class TracePages(Controller):
             cases=view.cases,
             **await _add_form_context(platform, project_id, [choice], {}, {}),
         )  # fmt: skip
-
-
-async def _summaries(
-    platform: Platform, project_id: UUID, trace_ids: Sequence[str]
-) -> list[TraceRow]:
-    """The traces' summaries; NotFound (the app's 404 page) when one is not the project's."""
-    return [
-        await trace_service.get_trace_summary(platform, project_id, trace_id)
-        for trace_id in trace_ids
-    ]
 
 
 def _dataset_id(raw: str, errors: dict[str, str]) -> UUID | None:
