@@ -6,7 +6,7 @@ from app import queue
 from workers.settings import WorkerSettings
 
 
-def run_worker(concurrency: int) -> int:
+def run_worker(concurrency: int, metrics_port: int | None = None) -> int:
     """Run a worker until it is told to stop (SIGINT or SIGTERM)."""
-    queue.run_worker(WorkerSettings, ctx={"concurrency": concurrency})
+    queue.run_worker(WorkerSettings, ctx={"concurrency": concurrency, "metrics_port": metrics_port})
     return 0

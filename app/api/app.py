@@ -178,6 +178,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(title="AgentLasso", version="0.1.0", path="/schema"),
         debug=False,
+        # Logging belongs to the process (app/observability/logs.py: configure_logging):
+        # Litestar's default would replace the root logger's handlers with its own format.
+        logging_config=None,
     )
     complete_openapi(app, priced_models=settings.judge_prices)
     return app

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import logging
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -21,25 +25,65 @@ def dev(args: argparse.Namespace) -> int:
 
 def api(args: argparse.Namespace) -> int:
     """`agentlasso api`: the HTTP API, a production process."""
+    log_format = _configure_logging()
+    if log_format is None:
+        return 1
     import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
 
-    uvicorn.run(
-        "app.api.app:create_app",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        # Below a typical orchestrator grace period (30 s), so in-flight requests get answered.
-        timeout_graceful_shutdown=10,
-    )
+    with _refusals_logged(log_format):
+        uvicorn.run(
+            "app.api.app:create_app",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            # JSON: uvicorn's lines (its access log too) go through the root logger's JSON handler
+            # rather than through uvicorn's own text formatters.
+            log_config=None if log_format == "json" else LOGGING_CONFIG,
+            # Below a typical orchestrator grace period (30 s), so in-flight requests get answered.
+            timeout_graceful_shutdown=10,
+        )
     return 0
 
 
 def worker(args: argparse.Namespace) -> int:
     """`agentlasso worker`: one worker process."""
-    from workers.main import run_worker
+    log_format = _configure_logging()
+    if log_format is None:
+        return 1
+    with _refusals_logged(log_format):
+        from workers.main import run_worker
 
-    return run_worker(concurrency=args.concurrency)
+        return run_worker(concurrency=args.concurrency, metrics_port=args.metrics_port)
+
+
+def _configure_logging() -> str | None:
+    """Logs as AGENTLASSO_LOG_FORMAT and AGENTLASSO_LOG_LEVEL say; the format, or None (having
+    said why) when either is not valid."""
+    from app.observability.logs import configure_logging, log_format_from_env, log_level_from_env
+
+    try:
+        log_format = log_format_from_env(os.environ)
+        level = log_level_from_env(os.environ)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    configure_logging(log_format, level)
+    return log_format
+
+
+@contextlib.contextmanager
+def _refusals_logged(log_format: str) -> Iterator[None]:
+    """In JSON, a setting refused at start-up (SystemExit with a message) is logged as a JSON
+    line like the rest, rather than printed as plain text among them."""
+    try:
+        yield
+    except SystemExit as exc:
+        if log_format != "json" or not isinstance(exc.code, str):
+            raise
+        logging.getLogger("agentlasso").critical("%s", exc.code)
+        raise SystemExit(1) from None
 
 
 def migrate(_args: argparse.Namespace) -> int:
@@ -108,6 +152,12 @@ def add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
 
     worker_parser = commands.add_parser("worker", help="run a worker process")
     worker_parser.add_argument("--concurrency", type=int, default=100)
+    worker_parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve GET /metrics and GET /live on this port (default: AGENTLASSO_METRICS_PORT)",
+    )
     worker_parser.set_defaults(handler=worker)
 
     commands.add_parser("migrate", help="apply database migrations").set_defaults(handler=migrate)

@@ -1,0 +1,1 @@
+"""What an operator watches: metrics, logs and liveness."""
