@@ -70,6 +70,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Where people reach the web app (an http(s) origin, maybe with a path prefix, no trailing
     # slash): run answers, CI output and JUnit files link to run pages under it. None: no links.
     public_url: str | None = None
+    # A worker serves GET /metrics and GET /live on this port (None: it serves neither), on
+    # every interface: Prometheus and the kubelet reach it from outside the pod.
+    metrics_port: int | None = None
+    metrics_host: str = "0.0.0.0"  # noqa: S104
     # `agentlasso dev` only: the API also serves the demo support bot.
     demo_agent: bool = False
     # The AI judge. No key: judge checks are not graded, and no call is made.
@@ -133,6 +137,8 @@ ENVIRONMENT_VARIABLES = {
     "agent_retry_after_cap_s": "AGENTLASSO_AGENT_RETRY_AFTER_CAP_S",
     "slot_lease_s": "AGENTLASSO_SLOT_LEASE_S",
     "demo_agent": "AGENTLASSO_DEMO_AGENT",
+    "metrics_port": "AGENTLASSO_METRICS_PORT",
+    "metrics_host": "AGENTLASSO_METRICS_HOST",
     "public_url": "AGENTLASSO_PUBLIC_URL",
     "anthropic_api_key": "ANTHROPIC_API_KEY",
     "anthropic_base_url": "ANTHROPIC_BASE_URL",

@@ -14,7 +14,7 @@ from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix, job_key_prefix
 from arq.jobs import serialize_job
 from arq.utils import timestamp_ms
-from arq.worker import run_worker as run_arq_worker
+from arq.worker import Worker, get_kwargs
 
 from app.domain.runs import ChunkRef
 
@@ -93,6 +93,65 @@ async def missing_jobs(redis: QueueConnection, job_ids: Sequence[str]) -> list[s
     return [job_id for job_id, exists in zip(job_ids, found, strict=True) if not exists]
 
 
+# Jobs looked at for the queue's gauges; beyond this many, the depth is counted but not aged.
+_DEPTH_LOOK_AT = 10_000
+# A job waiting this long is taken by a worker even without room: a full pool still starts
+# small runs' lanes and judge work within a few seconds, and shares its slots with them.
+_TAKE_ANYWAY_AFTER_MS = 1_000
+
+
+async def depth(redis: QueueConnection, queue_name: str) -> tuple[int, float]:
+    """Jobs waiting to start, and how long the oldest has waited, in seconds. arq keeps a job
+    in the queue until it ends, so running ones are told apart by their in-progress key."""
+    entries: list[tuple[bytes, float]] = await redis.zrange(
+        queue_name, 0, _DEPTH_LOOK_AT - 1, withscores=True
+    )
+    total: int = await redis.zcard(queue_name)
+    running = await _running(redis, [job_id for job_id, _ in entries])
+    waiting = [score for (job_id, score) in entries if job_id not in running]
+    age_s = max(0.0, (timestamp_ms() - waiting[0]) / 1000) if waiting else 0.0
+    return total - len(running), age_s
+
+
+async def _running(redis: QueueConnection, job_ids: Sequence[bytes]) -> set[bytes]:
+    """The jobs among these that a worker has started (one round trip)."""
+    if not job_ids:
+        return set()
+    pipe = redis.pipeline(transaction=False)
+    for job_id in job_ids:
+        pipe.exists(in_progress_key_prefix + job_id.decode())
+    found: list[int] = await pipe.execute()
+    return {job_id for job_id, started in zip(job_ids, found, strict=True) if started}
+
+
+class _RoomAwareWorker(Worker):
+    """An arq worker that starts only the jobs it has room for, as `ctx["job_room"]()` says.
+
+    arq itself starts every queued job it reads, up to max_jobs: the first worker to poll
+    would take a whole run's lanes, and a worker added later would find nothing to do. This
+    one also skips, in one round trip, the jobs already running elsewhere (arq keeps them in
+    the queue until they end, and would otherwise check each in a transaction of its own).
+    """
+
+    async def start_jobs(self, job_ids: list[bytes]) -> None:
+        running = await _running(self.pool, job_ids)
+        waiting = [job_id for job_id in job_ids if job_id not in running]
+        room = self._room(len(waiting))
+        if room == 0 and waiting and await self._waited_long(waiting[0]):
+            room = 1
+        await super().start_jobs(waiting[:room])
+
+    def _room(self, wanted: int) -> int:
+        job_room = self.ctx.get("job_room")
+        return wanted if job_room is None else min(wanted, int(job_room()))
+
+    async def _waited_long(self, job_id: bytes) -> bool:
+        score = await self.pool.zscore(self.queue_name, job_id)
+        return score is not None and timestamp_ms() - score > _TAKE_ANYWAY_AFTER_MS
+
+
 def run_worker(settings_class: type, ctx: dict[str, Any]) -> None:
-    """Run an arq worker with these settings until it is told to stop (SIGINT or SIGTERM)."""
-    run_arq_worker(cast(Any, settings_class), ctx=ctx)
+    """Run an arq worker with these settings until it is told to stop (SIGINT or SIGTERM).
+    From start-up on, `ctx["job_room"]`, if set, says how many more jobs it may start."""
+    settings: dict[str, Any] = get_kwargs(cast(Any, settings_class))
+    _RoomAwareWorker(**settings, ctx=ctx).run()

@@ -279,6 +279,7 @@ CREATE TABLE run_chunks (
     CONSTRAINT run_chunks_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'queued'::text, 'running'::text, 'done'::text])))
 );
 CREATE INDEX run_chunks_active_idx ON run_chunks USING btree (state, heartbeat_at) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
+CREATE INDEX run_chunks_worker_idx ON run_chunks USING btree (worker_id) WHERE (state = 'running'::text);
 
 CREATE UNLOGGED TABLE run_comparison_cases (
     run_id uuid NOT NULL,
@@ -427,3 +428,14 @@ CREATE TABLE web_sessions (
     CONSTRAINT web_sessions_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
 );
 CREATE INDEX web_sessions_expires_idx ON web_sessions USING btree (expires_at);
+
+CREATE TABLE workers (
+    id text NOT NULL,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    concurrency integer NOT NULL,
+    started_at timestamp with time zone NOT NULL DEFAULT now(),
+    last_heartbeat_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT workers_pkey PRIMARY KEY (id)
+);
+CREATE INDEX workers_heartbeat_idx ON workers USING btree (last_heartbeat_at);

@@ -3,27 +3,38 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import time
 from typing import Any
 from uuid import UUID
 
 from app import queue
 from app.agents import AgentClient
 from app.config import load_settings
+from app.coordination.lane_balance import LoadBoard
+from app.db import workers as worker_rows
 from app.db.pool import create_pool
 from app.engine.judge_setup import build_judge, require_priced_model
 from app.engine.lanes import run_lane as run_lane_service
 from app.engine.trace_reading import delete_expired_traces, read_waiting_traces
 from app.engine.upkeep import (
     CANCEL_CHECK_S,
+    balance_lanes,
     every,
+    liveness,
     reap,
     send_heartbeat,
     watch_cancellations,
 )
 from app.engine.worker_state import WorkerState
+from app.observability import metrics
+from app.observability.logs import bind_log_context
+from app.observability.loop_lag import watch_loop_lag
+from app.observability.worker_port import serve_worker_port
 from app.off_loop import leave_startup_out_of_collections
 from app.secrets_box import require_secret_key
+from app.services.operations import refresh_queue_gauges
 
 DEFAULT_CONCURRENCY = 100
 # A chunk whose worker has not beaten for this long is taken to be dead and redone.
@@ -33,6 +44,9 @@ TRACE_READ_S = 0.25
 TRACE_EXPIRY_S = 60.0
 # A queued chunk whose job Redis lost is re-issued after this long.
 LOST_AFTER_S = 10.0
+# Workers exchange their loads this often: a worker added mid-run gets lanes within a second or
+# two of starting.
+BALANCE_S = 0.5
 WORKER_ACQUIRE_TIMEOUT_S = 60.0
 
 
@@ -62,7 +76,23 @@ async def startup(ctx: dict[str, Any]) -> None:
     require_priced_model(settings)
     state.judge = build_judge(settings, state.pool, state.limiter, state.redis)
     ctx["state"] = state
+    # Every job started from here on logs which worker ran it.
+    bind_log_context(worker_id=state.worker_id)
+    await send_heartbeat(state)  # listed as live at once, not a heartbeat later
+    _observe(state)
+    metrics_port = ctx.get("metrics_port") or settings.metrics_port
+    if metrics_port:
+        ctx["metrics_server"] = await serve_worker_port(
+            settings.metrics_host,
+            metrics_port,
+            lambda: liveness(state, STALE_AFTER_S),
+            lambda: refresh_queue_gauges(state.redis, settings.queue_name),
+        )
+    board = ctx["load_board"] = LoadBoard(state.redis, settings.queue_name)
+    ctx["job_room"] = state.lanes_room
     ctx["duties"] = [
+        asyncio.create_task(watch_loop_lag()),
+        asyncio.create_task(every(BALANCE_S, lambda: balance_lanes(state, board))),
         asyncio.create_task(every(STALE_AFTER_S / 4, lambda: send_heartbeat(state))),
         asyncio.create_task(every(CANCEL_CHECK_S, lambda: watch_cancellations(state))),
         asyncio.create_task(
@@ -77,8 +107,14 @@ async def shutdown(ctx: dict[str, Any]) -> None:
     """Stop the duties and close what startup opened."""
     for duty in ctx.get("duties", []):
         duty.cancel()
+    if "metrics_server" in ctx:
+        ctx["metrics_server"].close()
     if "state" in ctx:
         state = _state(ctx)
+        with contextlib.suppress(Exception):  # the row goes stale and is swept anyway
+            await worker_rows.forget(state.pool, state.worker_id)
+        with contextlib.suppress(Exception):  # likewise the load, after a few seconds
+            await ctx["load_board"].leave(state.worker_id)
         await state.agent_client.aclose()
         await state.judge_clients.aclose()
         await state.pool.close()
@@ -87,6 +123,13 @@ async def shutdown(ctx: dict[str, Any]) -> None:
 async def run_lane(ctx: dict[str, Any], run_id: str, chunk_no: int, job_id: str) -> int:
     """The one job: work through a run's chunks from this one on."""
     return await run_lane_service(_state(ctx), UUID(run_id), chunk_no, job_id)
+
+
+def _observe(state: WorkerState) -> None:
+    """The worker's own gauges, read from its state at each scrape."""
+    metrics.WORKER_CHUNKS_HELD.set_function(lambda: len(state.held))
+    metrics.WORKER_CALLS_IN_FLIGHT.set_function(lambda: state.calls.in_use)
+    metrics.WORKER_HEARTBEAT_AGE.set_function(lambda: time.monotonic() - state.last_beat_at)
 
 
 def _state(ctx: dict[str, Any]) -> WorkerState:

@@ -26,6 +26,9 @@ class AgentCallResult(msgspec.Struct, frozen=True):
     error: str | None
     attempts: tuple[Attempt, ...]
     latency_ms: int
+    # How the call ended in a word (ok, timeout, connection, http_status, invalid_reply,
+    # refused): a bounded label for metrics, never shown to a user.
+    outcome: str = "ok"
 
     def call_record(self) -> AgentCall:
         """What a stored result keeps of this call."""

@@ -31,9 +31,11 @@ from app.agents.failures import (
 from app.agents.replies import Reply, parse_reply
 from app.agents.transport import GuardedConnector, agent_ssl_context
 from app.domain.agent_calls import Attempt
+from app.observability import metrics
 from app.retry_policy import RETRYABLE_STATUSES, RetryPolicy, Sleep, retry_after_s
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+_INVALID = "invalid_reply"
 # Sent whatever the agent's stored headers say: identity keeps a gzip bomb from being inflated.
 _FIXED_HEADERS = [(b"Content-Type", b"application/json"), (b"Accept-Encoding", b"identity")]
 _DEFAULT_HEADERS = {"user-agent": b"AgentLasso", "accept": b"application/json"}
@@ -61,6 +63,9 @@ class _Outcome(msgspec.Struct, frozen=True):
     reply: Reply | None = None
     retryable: bool = False
     retry_after_s: float | None = None
+    # What went wrong in a word, for metrics: timeout, connection, http_status, invalid_reply,
+    # refused.
+    kind: str = "ok"
 
 
 class AgentClient:
@@ -151,13 +156,13 @@ class AgentClient:
             async with asyncio.timeout(timeout_s):
                 outcome = await self._exchange(request)
         except (TimeoutError, httpcore.TimeoutException):
-            outcome = _Outcome(None, timed_out(timeout_s), retryable=True)
+            outcome = _Outcome(None, timed_out(timeout_s), retryable=True, kind="timeout")
         except AddressRefused as exc:
-            outcome = _Outcome(None, str(exc))
+            outcome = _Outcome(None, str(exc), kind="refused")
         except (httpcore.LocalProtocolError, httpcore.UnsupportedProtocol):
-            outcome = _Outcome(None, request_refused())
+            outcome = _Outcome(None, request_refused(), kind="refused")
         except (httpcore.NetworkError, httpcore.RemoteProtocolError) as exc:
-            outcome = _Outcome(None, connection_failed(exc), retryable=True)
+            outcome = _Outcome(None, connection_failed(exc), retryable=True, kind="connection")
         return outcome, _elapsed_ms(started)
 
     async def _exchange(self, request: httpcore.Request) -> _Outcome:
@@ -175,13 +180,13 @@ class AgentClient:
             return _status_failure(status, response.headers)
         encoding = _header(response.headers, b"content-encoding").strip().lower()
         if encoding not in (b"", b"identity"):
-            return _Outcome(status, encoded_answer(encoding.decode("latin-1")))
+            return _Outcome(status, encoded_answer(encoding.decode("latin-1")), kind=_INVALID)
         body = await _read_capped(response, self._max_body_bytes)
         if body is None:
-            return _Outcome(status, over_limit(self._max_body_bytes))
+            return _Outcome(status, over_limit(self._max_body_bytes), kind=_INVALID)
         reply = parse_reply(body)
         if isinstance(reply, str):
-            return _Outcome(status, reply)
+            return _Outcome(status, reply, kind=_INVALID)
         return _Outcome(status, None, reply=reply)
 
 
@@ -226,9 +231,11 @@ def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes:
 def _status_failure(status: int, headers: list[tuple[bytes, bytes]]) -> _Outcome:
     """A non-2xx answer: retryable for 429 and 502-504, with the wait the agent asked for."""
     if status not in RETRYABLE_STATUSES:
-        return _Outcome(status, answered_status(status))
+        return _Outcome(status, answered_status(status), kind="http_status")
     asked_s = retry_after_s(_header(headers, b"retry-after").decode("latin-1"))
-    return _Outcome(status, answered_status(status), retryable=True, retry_after_s=asked_s)
+    return _Outcome(
+        status, answered_status(status), retryable=True, retry_after_s=asked_s, kind="http_status"
+    )
 
 
 async def _read_capped(response: httpcore.Response, max_bytes: int) -> bytes | None:
@@ -250,16 +257,27 @@ def _result(outcome: _Outcome, attempts: tuple[Attempt, ...], latency_ms: int) -
     """The call's result from its last attempt's outcome."""
     if outcome.reply is not None:
         reply = outcome.reply
-        return AgentCallResult(reply.output, reply.tool_calls, None, attempts, latency_ms)
+        return _counted(AgentCallResult(reply.output, reply.tool_calls, None, attempts, latency_ms))
     error = with_tries(outcome.error or "the agent call failed", len(attempts))
-    return AgentCallResult(msgspec.UNSET, msgspec.UNSET, error, attempts, latency_ms)
+    return _counted(
+        AgentCallResult(msgspec.UNSET, msgspec.UNSET, error, attempts, latency_ms, outcome.kind)
+    )
 
 
 def _refused_before_sending(error: str, started: float) -> AgentCallResult:
     """A call that could not be made at all: one attempt, no status."""
     latency_ms = _elapsed_ms(started)
     attempt = Attempt(1, None, latency_ms, error)
-    return AgentCallResult(msgspec.UNSET, msgspec.UNSET, error, (attempt,), latency_ms)
+    return _counted(
+        AgentCallResult(msgspec.UNSET, msgspec.UNSET, error, (attempt,), latency_ms, "refused")
+    )
+
+
+def _counted(result: AgentCallResult) -> AgentCallResult:
+    """The result, after counting it in the process's metrics."""
+    metrics.AGENT_CALLS.labels(result.outcome).inc()
+    metrics.AGENT_CALL_DURATION.labels(result.outcome).observe(result.latency_ms / 1000)
+    return result
 
 
 def _elapsed_ms(started: float) -> int:

@@ -27,8 +27,10 @@ from app.api.demo_agent import demo_agent
 from app.api.health import health, ready
 from app.api.judge_settings import JudgeSettingsController
 from app.api.openapi import complete as complete_openapi
+from app.api.operations import WorkerController, prometheus_metrics
 from app.api.preview import PreviewController
 from app.api.problems import EXCEPTION_HANDLERS
+from app.api.request_metrics import CountRequests
 from app.api.run_results import PostedResultsController, RunResultsController
 from app.api.runs import RunController
 from app.api.strict_bodies import read_bodies_strictly
@@ -148,6 +150,7 @@ def api_router() -> Router:
             CaseDraftController,
             TraceController,
             TraceSettingsController,
+            WorkerController,
         ],
         guards=[require_api_key],
         before_request=read_bodies_strictly,
@@ -163,6 +166,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         route_handlers=[
             health,
             ready,
+            prometheus_metrics,
             api_router(),
             otlp_router(),
             *web_routers(settings),
@@ -170,7 +174,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         ],
         lifespan=[_lifespan(settings)],
         dependencies={"platform": Provide(provide_platform, sync_to_thread=False)},
-        middleware=[AllowEveryMethod],
+        middleware=[CountRequests, AllowEveryMethod],
         exception_handlers={
             **EXCEPTION_HANDLERS,  # type: ignore[dict-item]
             HTTPException: http_error_anywhere,

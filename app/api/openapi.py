@@ -88,6 +88,7 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "listFlakyCases": (404, 422),
     "postRunResults": (*_BODY, 404, 409),
     "getJudgeSettings": (),
+    "listWorkers": (),
     "exportTracesUnderApi": (400, 413, 415),
     "listTraces": (422,),
     "getTrace": (404,),

@@ -20,6 +20,7 @@ import msgspec
 from app.db import runs as run_rows
 from app.domain.runs import Run
 from app.errors import Unavailable
+from app.observability import metrics
 
 log = logging.getLogger("agentlasso.watch")
 
@@ -108,18 +109,24 @@ class RunWatcher:
         return sum(self._waiting.values())
 
     @contextlib.asynccontextmanager
-    async def subscribe(self, run_id: UUID, project_id: UUID) -> AsyncIterator[Subscription]:
+    async def subscribe(
+        self, run_id: UUID, project_id: UUID, kind: str = "long_poll"
+    ) -> AsyncIterator[Subscription]:
         """The run's latest events for as long as the block runs; Unavailable when this process
-        (or the project here) already holds as many waiters as it may."""
+        (or the project here) already holds as many waiters as it may. `kind` (long_poll or
+        sse) labels the waiter in the metrics."""
         self._admit(project_id)
         subscription = Subscription()
         if self._closing:
             subscription.put(RunEvent("shutdown"))
         self._subscribers.setdefault(run_id, set()).add(subscription)
         self._waiting[project_id] = self._waiting.get(project_id, 0) + 1
+        waiters = metrics.RUN_WAITERS.labels(kind)
+        waiters.inc()
         try:
             yield subscription
         finally:
+            waiters.dec()
             self._waiting[project_id] -= 1
             if not self._waiting[project_id]:
                 del self._waiting[project_id]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 import msgspec
 from asyncpg.pool import PoolAcquireContext, PoolConnectionProxy
 
 from app.errors import Unavailable
+from app.observability import metrics
 
 # A connection of our own or one borrowed from the pool: the db modules take either.
 Connection = asyncpg.Connection | PoolConnectionProxy
@@ -62,21 +63,31 @@ class BoundedPool(asyncpg.Pool):
     """
 
     acquire_timeout_s: float = 5.0
+    # Acquires not yet answered: above zero for long, the pool is too small for the load.
+    waiting: int = 0
 
     def acquire(self, *, timeout: float | None = None) -> PoolAcquireContext:
         return _BoundedAcquire(self, self.acquire_timeout_s if timeout is None else timeout)
+
+    def in_use(self) -> int:
+        """Connections lent out right now."""
+        return self.get_size() - self.get_idle_size()
 
 
 class _BoundedAcquire(PoolAcquireContext):
     __slots__ = ()
 
     async def __aenter__(self) -> PoolConnectionProxy:
+        pool = cast(BoundedPool, self.pool)
+        pool.waiting += 1
         try:
             connection: PoolConnectionProxy = await super().__aenter__()
         except TimeoutError:
             raise Unavailable(
                 "The server is busy: no database connection came free in time. Try again."
             ) from None
+        finally:
+            pool.waiting -= 1
         return connection
 
 
@@ -107,7 +118,16 @@ async def create_pool(
     )
     pool.acquire_timeout_s = acquire_timeout_s
     await pool
+    _observe(pool)
     return pool
+
+
+def _observe(pool: BoundedPool) -> None:
+    """The pool's gauges read this pool (a process has one; the latest wins in tests)."""
+    metrics.DB_POOL_CONNECTIONS.labels("in_use").set_function(pool.in_use)
+    metrics.DB_POOL_CONNECTIONS.labels("idle").set_function(pool.get_idle_size)
+    metrics.DB_POOL_MAX.set_function(pool.get_max_size)
+    metrics.DB_POOL_WAITING.set_function(lambda: pool.waiting)
 
 
 async def connect(database_url: str) -> asyncpg.Connection:

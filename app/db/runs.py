@@ -140,6 +140,13 @@ _STATUSES = "SELECT id, status FROM eval_runs WHERE id = ANY($1::uuid[])"
 
 _NOTIFY = "SELECT pg_notify('agentlasso_runs', $1)"
 
+# Reads the partial index of runs going on (eval_runs_project_active_idx), never the history.
+_ACTIVE_BY_STATUS = """
+SELECT status, count(*) AS runs FROM eval_runs
+WHERE status NOT IN ('completed', 'cancelled', 'failed')
+GROUP BY status
+"""
+
 _PINNED_AT_POSITIONS = """
 SELECT p.position, p.test_case_id, p.revision_id, r.input, r.checks_version, r.checks,
        r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
@@ -302,6 +309,11 @@ async def mark_running(executor: Executor, run_id: UUID) -> None:
 async def statuses(executor: Executor, run_ids: list[UUID]) -> dict[UUID, str]:
     """The status of each of these runs."""
     return {row["id"]: row["status"] for row in await executor.fetch(_STATUSES, run_ids)}
+
+
+async def active_by_status(executor: Executor) -> dict[str, int]:
+    """How many runs of every project are going on, by status."""
+    return {row["status"]: row["runs"] for row in await executor.fetch(_ACTIVE_BY_STATUS)}
 
 
 async def notify(executor: Executor, run_id: UUID, kind: str) -> None:

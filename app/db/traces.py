@@ -109,6 +109,15 @@ async def claim_batch(connection: Connection, batch_id: int) -> list[ClaimedBatc
     return [ClaimedBatch(*row) for row in rows]
 
 
+_WAITING = "SELECT count(*) FROM trace_batches"
+
+
+async def waiting_batches(executor: Executor) -> int:
+    """Accepted trace requests no worker has read yet, of every project."""
+    count: int = await executor.fetchval(_WAITING)
+    return count
+
+
 _NOTE_FAILED = "UPDATE trace_batches SET failed_attempts = failed_attempts + 1 WHERE id = ANY($1)"
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType
 
 from app.devstack.demo import DemoIds, seed_demo
-from app.devstack.ports import LOOPBACK, preferred_or_free_port
+from app.devstack.ports import LOOPBACK, free_port, preferred_or_free_port
 from app.devstack.processes import ChildProcess, ServiceStartError, spawn, wait_until
 from app.devstack.services import EmbeddedServices, start_embedded_services
 
@@ -37,6 +37,7 @@ class Platform:
     base_url: str
     api_key: str
     services: EmbeddedServices
+    worker_metrics_port: int
 
 
 def run_dev(data_dir: Path, host: str, port: int) -> int:
@@ -74,7 +75,8 @@ def _start_platform(
     api_key = _dev_api_key(database_url, data_dir)
     env = _child_env(services, _dev_secret_key(data_dir / "secret-key"))
     # Registered before the API so that the API, registered last, stops first.
-    worker = _spawn_worker(env)
+    metrics_port = free_port()
+    worker = _spawn_worker(env, metrics_port)
     running.callback(worker.stop)
     api, base_url = _spawn_api(env, host, port)
     running.callback(api.stop)
@@ -82,7 +84,7 @@ def _start_platform(
     _wait_for_api(base_url, children)
     demo = seed_demo(base_url, api_key, data_dir / "demo.json")
     sign_in = f"{base_url}/login?token={_dev_sign_in_token(database_url)}"
-    _print_banner(Platform(base_url, api_key, services), demo, sign_in)
+    _print_banner(Platform(base_url, api_key, services, metrics_port), demo, sign_in)
     return children
 
 
@@ -144,11 +146,15 @@ def _child_env(services: EmbeddedServices, secret_key: str) -> dict[str, str]:
         # The API serves the demo support bot the seeded demo agent points at.
         "AGENTLASSO_DEMO_AGENT": "1",
         "PYTHONUNBUFFERED": "1",
+        # The developer's terminal, whatever the shell exports.
+        "AGENTLASSO_LOG_FORMAT": "text",
+        # The worker's metrics port is for this machine only.
+        "AGENTLASSO_METRICS_HOST": "127.0.0.1",
     }
 
 
-def _spawn_worker(env: dict[str, str]) -> ChildProcess:
-    argv = [sys.executable, "-m", "app.cli", "worker"]
+def _spawn_worker(env: dict[str, str], metrics_port: int) -> ChildProcess:
+    argv = [sys.executable, "-m", "app.cli", "worker", "--metrics-port", str(metrics_port)]
     return spawn("worker", argv, env=env, grace_s=_WORKER_STOP_GRACE_S)
 
 
@@ -209,6 +215,10 @@ def _print_banner(platform: Platform, demo: DemoIds, sign_in: str) -> None:
         f"    AGENTLASSO_URL={url} AGENTLASSO_API_KEY={key} {_this_command()} run"
         f" --dataset {demo.dataset_id} --agent {demo.agent_id} --wait",
     ]
+    lines.append(
+        f"  Metrics:  {url}/metrics (API), "
+        f"http://127.0.0.1:{platform.worker_metrics_port}/metrics (worker)"
+    )
     if platform.services.postgres_data_dir is not None:
         lines.append(f"  Database: {platform.services.database_url}")
     if any(child.name == "valkey" for child in platform.services.children):

@@ -23,6 +23,7 @@ from app.engine.judging import NO_JUDGE
 from app.engine.worker_state import WorkerState
 from app.grading import grade_case, judge_requests, observation_from_wire
 from app.judge import cost_usd
+from app.observability import metrics
 
 
 class PgJudgeCache:
@@ -141,6 +142,8 @@ async def _store(
         run = await run_rows.store_gate(connection, run)
         kind = "final" if run.is_final and not was_final else "progress"
         await run_rows.notify(connection, run_id, kind)
+    if kind == "final":
+        metrics.RUNS_FINISHED.labels(run.status).inc()
 
 
 async def _add_usage(
@@ -157,5 +160,6 @@ async def _add_usage(
         cache_write_tokens=sum(r.usage.cache_creation_input_tokens for r in records),
         cost_usd=sum(cost_usd(r.usage, r.model, prices) for r in records if not r.cached),
     )
+    metrics.JUDGE_COST_USD.labels("judge").inc(spend.cost_usd)
     refused = next((r.not_graded_reason for r in records if r.refused), None)
     return await run_rows.add_judge_usage(connection, run_id, spend, refused)

@@ -27,13 +27,15 @@ from app.db import datasets as dataset_rows
 from app.db import runs as run_rows
 from app.db.pool import Connection
 from app.domain.case_results import NewResult
-from app.domain.runs import CALLING_STATUSES, Counters, Run
+from app.domain.runs import CALLING_STATUSES, ChunkRef, Counters, Run
 from app.domain.test_cases import PinnedCase
 from app.engine.grading_pool import grade_off_loop
 from app.engine.judge_chunks import judge_chunk
 from app.engine.judging import immediate_verdicts
 from app.engine.worker_state import WorkerState
 from app.grading import Gate, grade_case, observation_from_wire
+from app.observability import metrics
+from app.observability.logs import bind_log_context, log_context
 from app.queue import enqueue_quietly
 
 log = logging.getLogger("agentlasso.lanes")
@@ -64,11 +66,15 @@ class Item(msgspec.Struct, frozen=True):
 
 async def run_lane(state: WorkerState, run_id: UUID, chunk_no: int, job_id: str) -> int:
     """Work through the run's chunks from this one until none is left; returns chunks done."""
+    # Each job runs in a task of its own: what it logs from here on names its run.
+    bind_log_context(run_id=run_id, job_id=job_id)
     claimed = await chunk_rows.claim(state.pool, run_id, chunk_no, job_id, state.worker_id)
     if claimed is None:
         return 0  # a stale duplicate job, or the chunk is already done
+    metrics.CHUNKS_CLAIMED.labels(claimed.kind).inc()
     if claimed.kind == "judge":
         await judge_chunk(state, run_id, chunk_no, job_id, claimed.seqs)
+        metrics.CHUNKS_DONE.labels("judge").inc()
         return 1
     await run_rows.mark_running(state.pool, run_id)
     plan = await _plan(state, run_id)
@@ -77,9 +83,14 @@ async def run_lane(state: WorkerState, run_id: UUID, chunk_no: int, job_id: str)
         return 0
     current: tuple[int, str] | None = (chunk_no, job_id)
     done = 0
-    while current is not None:
-        current = await _chunk(state, plan, *current)
-        done += 1
+    state.lane_calls += plan.chunk_size
+    try:
+        while current is not None:
+            with log_context(chunk_no=current[0]):
+                current = await _chunk(state, plan, *current)
+            done += 1
+    finally:
+        state.lane_calls -= plan.chunk_size
     return done
 
 
@@ -90,10 +101,13 @@ async def _chunk(
     state.held.add((plan.run_id, chunk_no))
     try:
         results = await _results_for(state, plan, chunk_no)
-        return await _store(state, plan.run_id, chunk_no, job_id, results)
+        following = await _store(state, plan.run_id, chunk_no, job_id, results)
+        metrics.CHUNKS_DONE.labels("agent").inc()
+        return following
     except asyncio.CancelledError:
         # SIGTERM: arq re-queues this job; give the chunk back so that job can claim it again.
         await asyncio.shield(chunk_rows.hand_back(state.pool, plan.run_id, chunk_no, job_id))
+        metrics.CHUNKS_HANDED_BACK.inc()
         raise
     finally:
         state.held.discard((plan.run_id, chunk_no))
@@ -256,33 +270,43 @@ async def _store(
             [await chunk_rows.create_judge_chunk(connection, run_id, judging)] if judging else []
         )
         await chunk_rows.finish(connection, run_id, chunk_no, job_id)
-        following = await _next_chunk(state, connection, run)
+        following, handed_over = await _next_chunk(state, connection, run)
         was_final = run.is_final
         run = await run_rows.store_gate(connection, run)
         await _notify(state, connection, run, became_final=not was_final)
-    await enqueue_quietly(state.redis, state.settings.queue_name, judge_work)
+    await enqueue_quietly(state.redis, state.settings.queue_name, [*judge_work, *handed_over])
     return following
 
 
 async def _next_chunk(
     state: WorkerState, connection: Connection, run: Run
-) -> tuple[int, str] | None:
+) -> tuple[tuple[int, str] | None, list[ChunkRef]]:
+    """The run's next chunk, claimed for this lane; or queued for another worker to take (the
+    lane ends) when this one holds more than its share of the pool's work."""
     if run.status not in CALLING_STATUSES:
-        return None
+        return None, []
     queued = await chunk_rows.queue_next(connection, run.id, 1)
     if not queued:
-        return None
+        return None, []
     chunk = queued[0]
+    assert run.chunk_size is not None, "a server-mode run is chunked when it is created"
+    if state.hand_over(run.chunk_size):
+        metrics.LANES_HANDED_OVER.inc()
+        return None, [chunk]
     claimed = await chunk_rows.claim(
         connection, run.id, chunk.chunk_no, chunk.job_id, state.worker_id
     )
-    return (chunk.chunk_no, chunk.job_id) if claimed else None
+    if claimed is None:
+        return None, []
+    metrics.CHUNKS_CLAIMED.labels("agent").inc()
+    return (chunk.chunk_no, chunk.job_id), []
 
 
 async def _notify(state: WorkerState, connection: Connection, run: Run, became_final: bool) -> None:
     """Wake the run's waiters: always when it ends, at most a few times a second for progress."""
     if run.is_final:
         if became_final:
+            metrics.RUNS_FINISHED.labels(run.status).inc()
             await run_rows.notify(connection, run.id, "final")
         return
     if state.progress_due(run.id, time.monotonic()):
@@ -297,4 +321,5 @@ async def _fail(state: WorkerState, run_id: UUID, reason: str) -> None:
         gate = Gate(pass_rate=run.pass_rate, ci_pass=False, ci_fail_reason=reason)
         await run_rows.set_verdict(connection, run_id, "failed", gate)
         await run_rows.notify(connection, run_id, "final")
+    metrics.RUNS_FINISHED.labels("failed").inc()
     log.warning("run %s failed: %s", run_id, reason)

@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from app import queue
+from app.coordination.lane_balance import Load, LoadBoard, calls_to_hand_over
 from app.db import chunks as chunk_rows
 from app.db import runs as run_rows
+from app.db import workers as worker_rows
 from app.db.pool import Connection
 from app.domain.runs import ChunkRef
 from app.engine.worker_state import WorkerState
+from app.observability import metrics
+from app.observability.worker_port import Liveness
 
 log = logging.getLogger("agentlasso.upkeep")
 
 CANCEL_CHECK_S = 0.5
 # Tries of one chunk before its run is failed (a crash that recurs is not a dead worker).
 MAX_CHUNK_ATTEMPTS = 5
+# A worker row not beaten for this long is a worker that died without saying so.
+FORGET_WORKERS_AFTER_S = 600.0
 # Any fixed number: one worker at a time reaps, the others skip that round.
 _REAPER_LOCK = 7_346_221_002
 
@@ -35,10 +42,25 @@ async def every(interval_s: float, duty: Callable[[], Awaitable[None]]) -> None:
 
 
 async def send_heartbeat(state: WorkerState) -> None:
-    """Tell the reaper this worker's chunks are alive."""
+    """Tell the reaper this worker's chunks are alive, and operators that the worker is."""
+    await worker_rows.beat(state.pool, state.worker_id, state.host, state.pid, state.concurrency)
     held = sorted(state.held)
     if held:
         await chunk_rows.heartbeat(state.pool, state.worker_id, held)
+    state.last_beat_at = time.monotonic()
+
+
+async def balance_lanes(state: WorkerState, board: LoadBoard) -> None:
+    """Publish this worker's load, and decide how much of it to hand to others."""
+    mine = Load(state.worker_id, state.lane_calls, state.concurrency)
+    state.to_hand_over = calls_to_hand_over(mine, await board.exchange(mine))
+
+
+def liveness(state: WorkerState, stale_after_s: float) -> Liveness:
+    """Alive while heartbeats land: a worker that cannot beat for twice the time after which
+    its chunks are taken from it is stuck, and better restarted."""
+    age_s = round(time.monotonic() - state.last_beat_at, 3)
+    return Liveness(status="ok" if age_s < 2 * stale_after_s else "stale", heartbeat_age_s=age_s)
 
 
 async def watch_cancellations(state: WorkerState) -> None:
@@ -58,9 +80,15 @@ async def reap(state: WorkerState, stale_after_s: float, lost_after_s: float) ->
             return
         for run_id in await chunk_rows.fail_poisoned(connection, stale_after_s, MAX_CHUNK_ATTEMPTS):
             log.error("run %s failed: a chunk died %d times", run_id, MAX_CHUNK_ATTEMPTS)
+            metrics.CHUNKS_POISONED.inc()
+            metrics.RUNS_FINISHED.labels("failed").inc()
             await run_rows.notify(connection, run_id, "final")
-        reissued = await chunk_rows.requeue_stale(connection, stale_after_s, MAX_CHUNK_ATTEMPTS)
-        reissued += await _lost_jobs(state, connection, lost_after_s)
+        stale = await chunk_rows.requeue_stale(connection, stale_after_s, MAX_CHUNK_ATTEMPTS)
+        lost = await _lost_jobs(state, connection, lost_after_s)
+        await worker_rows.sweep(connection, FORGET_WORKERS_AFTER_S)
+    metrics.CHUNKS_REISSUED.labels("stale_worker").inc(len(stale))
+    metrics.CHUNKS_REISSUED.labels("lost_job").inc(len(lost))
+    reissued = stale + lost
     if reissued:
         log.warning("re-queued %d chunk(s) of dead workers or lost jobs", len(reissued))
         await queue.enqueue_lanes(state.redis, state.settings.queue_name, reissued)

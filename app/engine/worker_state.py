@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import socket
+import time
 import uuid
 from uuid import UUID
 
@@ -20,6 +22,9 @@ from app.engine.judge_calls import Judge
 from app.engine.judge_clients import JudgeClients
 from app.queue import QueueConnection
 
+# A lane handed to another worker is not counted as room here for this long, so this worker
+# does not take its own lane straight back before the other has polled the queue.
+HANDED_OVER_S = 1.5
 # Progress notifications per run from one worker, at most this often (NOTIFY is not free).
 PROGRESS_EVERY_S = 0.25
 
@@ -46,7 +51,12 @@ class WorkerState:
         self.judge = judge
         self.judge_clients = JudgeClients(settings, pool, secret_key)
         self.secret_key = secret_key
-        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+        self.concurrency = concurrency
+        self.worker_id = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:6]}"
+        # When this worker last told PostgreSQL it lives (monotonic): its liveness.
+        self.last_beat_at = time.monotonic()
         # Agent calls in flight in this process, across all its lanes and runs, shared fairly
         # between projects.
         self.calls = FairSlots(concurrency, settings.project_share)
@@ -58,10 +68,33 @@ class WorkerState:
             redis, f"{settings.queue_name}:host-calls", per_s, max(per_s, MAX_CHUNK_SIZE)
         )
         self.held: set[tuple[UUID, int]] = set()
+        # Agent calls this worker's lanes want at once (each lane its run's chunk size): its
+        # load, which the pool balances (app/coordination/lane_balance.py).
+        self.lane_calls = 0
+        # Calls' worth of lanes to hand to other workers, set by the balancing duty; and calls
+        # handed over lately, not counted as room until another worker has taken them.
+        self.to_hand_over = 0
+        self._handed_over: list[tuple[float, int]] = []
         # Runs whose judge key was refused, seen by this worker before the run row says so.
         self.judge_stopped: dict[UUID, str] = {}
         self._cancelled: dict[UUID, asyncio.Event] = {}
         self._last_progress: dict[UUID, float] = {}
+
+    def lanes_room(self) -> int:
+        """How many more agent lanes this worker can serve now (arq asks before taking jobs)."""
+        now = time.monotonic()
+        self._handed_over = [(until, calls) for until, calls in self._handed_over if until > now]
+        lent = sum(calls for _, calls in self._handed_over)
+        free = self.concurrency - self.lane_calls - lent
+        return 0 if free <= 0 else math.ceil(free / MAX_CHUNK_SIZE)
+
+    def hand_over(self, chunk_size: int) -> bool:
+        """Whether a lane of this chunk size should go to another worker now (and note it)."""
+        if self.to_hand_over * 2 < chunk_size:
+            return False
+        self.to_hand_over -= chunk_size
+        self._handed_over.append((time.monotonic() + HANDED_OVER_S, chunk_size))
+        return True
 
     def cancelled(self, run_id: UUID) -> asyncio.Event:
         """Set when the run stops (cancelled or failed) while this worker works on it."""

@@ -43,7 +43,7 @@ class CaseWriter:
 
     def __init__(self, settings: JudgeSettings, sleep: Sleep = asyncio.sleep) -> None:
         self._settings = settings
-        self._caller = ModelCaller(settings, sleep, who="the model")
+        self._caller = ModelCaller(settings, sleep, who="the model", use="generation")
 
     @property
     def model(self) -> str:

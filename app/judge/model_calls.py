@@ -15,6 +15,7 @@ from anthropic.types import Message, TextBlock, ToolUseBlock
 
 from app.domain.judging import Usage
 from app.judge.verdicts import ModelOutput
+from app.observability import metrics
 from app.retry_policy import RetryPolicy, Sleep, retry_after_s
 
 log = logging.getLogger("agentlasso.judge")
@@ -64,6 +65,9 @@ class Failure(msgspec.Struct, frozen=True, kw_only=True):
     auth_failed: bool = False
     # What the server asked us to wait (retry-after), before our cap.
     retry_after_s: float | None = None
+    # For metrics: the HTTP status if one came, and what went wrong in a word.
+    status: int | None = None
+    kind: str = "error"
 
 
 class Tally:
@@ -84,10 +88,16 @@ class ModelCaller:
     """Asks the model; `who` names it in reasons ("the judge's API key was refused")."""
 
     def __init__(
-        self, settings: JudgeSettings, sleep: Sleep = asyncio.sleep, who: str = "the judge"
+        self,
+        settings: JudgeSettings,
+        sleep: Sleep = asyncio.sleep,
+        who: str = "the judge",
+        use: str = "judge",
     ) -> None:
         self.settings = settings
         self.who = who
+        # What the calls are for, as the metrics label them: judge or generation.
+        self.use = use
         self._sleep = sleep
         self.retry = RetryPolicy(
             max_attempts=settings.max_attempts,
@@ -140,7 +150,19 @@ class ModelCaller:
                 return answer
 
     async def call(self, params: dict[str, Any], tool_name: str | None) -> Reply | Failure:
-        """One request, every way it can go wrong translated into a `Failure`."""
+        """One request, every way it can go wrong translated into a `Failure`; counted."""
+        outcome = await self._call(params, tool_name)
+        if isinstance(outcome, Reply):
+            metrics.JUDGE_CALLS.labels(self.use, "ok").inc()
+            metrics.JUDGE_TOKENS.labels(self.use, "input").inc(outcome.usage.input_tokens)
+            metrics.JUDGE_TOKENS.labels(self.use, "output").inc(outcome.usage.output_tokens)
+        else:
+            metrics.JUDGE_CALLS.labels(self.use, outcome.kind).inc()
+            if outcome.status == 429:
+                metrics.JUDGE_RATE_LIMITED.inc()
+        return outcome
+
+    async def _call(self, params: dict[str, Any], tool_name: str | None) -> Reply | Failure:
         assert self.sdk is not None, "no key: callers check before asking"
         timeout_s = self.settings.timeout_s
         try:
@@ -150,9 +172,12 @@ class ModelCaller:
         except anthropic.APIStatusError as exc:
             return self._status_failure(exc)
         except (anthropic.APITimeoutError, TimeoutError):
-            return Failure(reason=f"no answer within {timeout_s:g} s", retryable=True)
+            return Failure(
+                reason=f"no answer within {timeout_s:g} s", retryable=True, kind="timeout"
+            )
         except anthropic.APIConnectionError as exc:
-            return Failure(reason=f"connection failed ({exc.__cause__ or exc})", retryable=True)
+            reason = f"connection failed ({exc.__cause__ or exc})"
+            return Failure(reason=reason, retryable=True, kind="connection")
         except Exception as exc:  # the boundary: the SDK lets some errors through untranslated
             return self._unexpected_failure(exc)
         return self._reply(response, tool_name)
@@ -162,13 +187,17 @@ class ModelCaller:
         status = exc.status_code
         if status in _AUTH_STATUSES:
             reason = f"{self.who}'s API key was refused (HTTP {status})"
-            return Failure(reason=reason, auth_failed=True)
+            return Failure(reason=reason, auth_failed=True, status=status, kind="auth_refused")
         described = _described(exc)
         if status in _RETRYABLE_STATUSES or status >= 500:
             asked_s = _asked_wait_s(exc.response.headers)
-            return Failure(reason=described, retryable=True, retry_after_s=asked_s)
+            kind = "rate_limited" if status == 429 else "unavailable"
+            return Failure(
+                reason=described, retryable=True, retry_after_s=asked_s, status=status, kind=kind
+            )
         # 400, 404, 413...: a configuration problem that a retry cannot fix.
-        return Failure(reason=f"{self.who}'s request was rejected ({described})")
+        reason = f"{self.who}'s request was rejected ({described})"
+        return Failure(reason=reason, status=status, kind="rejected")
 
     def _unexpected_failure(self, exc: Exception) -> Failure:
         """An error the SDK did not translate: an unreadable body is retried, the rest is not."""
@@ -177,7 +206,7 @@ class ModelCaller:
         if isinstance(exc, ValueError):
             log.warning("%s's response could not be read: %s", self.who, described)
             reason = f"{self.who}'s response could not be read ({described})"
-            return Failure(reason=reason, retryable=True)
+            return Failure(reason=reason, retryable=True, kind="unreadable")
         log.warning("%s call failed outside the SDK's errors", self.who, exc_info=exc)
         return Failure(reason=f"{self.who} call failed ({described})")
 
@@ -187,7 +216,7 @@ class ModelCaller:
             # A 200 that is not JSON (text/plain) comes back from the SDK as a str.
             kind = type(response).__name__
             reason = f"{self.who}'s response was not a message ({kind})"
-            return Failure(reason=reason, retryable=True)
+            return Failure(reason=reason, retryable=True, kind="unreadable")
         text = "".join(block.text for block in response.content if isinstance(block, TextBlock))
         tool_input = next(
             (

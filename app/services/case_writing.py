@@ -26,6 +26,7 @@ from app.judge.case_writer import Asked, CaseWriter
 from app.judge.model_calls import Failure
 from app.judge.near_duplicates import SeenInputs, input_text
 from app.judge.pricing import cost_usd
+from app.observability import metrics
 from app.services.platform import Platform
 from app.services.test_cases import content_problems
 
@@ -123,6 +124,7 @@ class GenerationRun:
             cost: float | None = cost_usd(self.usage, self.model, self._prices)
         except KeyError:
             cost = None  # a model this server has no price for: tokens are still counted
+        metrics.JUDGE_COST_USD.labels("generation").inc(cost or 0.0)
         return GenerationRecord(
             id=uuid.uuid4(), dataset_id=dataset_id, agent_id=agent_id,
             profile=self._source.profile, instruction=instruction, requested=requested,

@@ -24,7 +24,7 @@ async def run_events(
     """("progress", run) as it moves, ("keepalive", None) when quiet, then ("final", run); or
     ("reconnect", run) when the stream has lasted MAX_STREAM_S."""
     run = await get_run(platform, project_id, run_id)
-    async with platform.watcher.subscribe(run_id, project_id) as events:
+    async with platform.watcher.subscribe(run_id, project_id, kind="sse") as events:
         run = await get_run(platform, project_id, run_id)
         clock = asyncio.get_running_loop()
         sent_at = clock.time()

@@ -1,0 +1,80 @@
+"""The worker pool grows and shrinks mid-run: a worker added takes lanes within seconds, a
+worker stopped hands its chunks back, and every case is answered exactly once."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+
+import httpx
+
+from tests.support.api import all_results, dataset_of, register_agent, start_run, wait_final
+from tests.support.fake_agent import FakeAgentServer
+from tests.support.processes import WorkerProcesses
+from tests.support.waiting import eventually
+
+
+async def chunks_held_by(client: httpx.AsyncClient, pid: int) -> int | None:
+    """How many of the project's chunks the worker with this pid holds; None if not listed."""
+    workers = (await client.get("/api/v1/workers")).json()["items"]
+    return next((int(w["chunks_held"]) for w in workers if w["pid"] == pid), None)
+
+
+async def is_listed(client: httpx.AsyncClient, pid: int) -> bool:
+    return await chunks_held_by(client, pid) is not None
+
+
+def answered_once_each(results: list[dict[str, object]], cases: int) -> bool:
+    """One result per case, none twice."""
+    counts = Counter((r["test_case_id"], r["trial"]) for r in results)
+    return len(counts) == cases and set(counts.values()) == {1}
+
+
+async def test_a_worker_added_mid_run_takes_lanes_within_five_seconds(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    fake_agent.delay_s = 0.5
+    first = workers.start(concurrency=200)
+    agent_id = await register_agent(client, fake_agent.url)
+    cases = 3000
+    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(cases)])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=200)
+    assert await eventually(lambda: chunks_held_by(client, first.pid), timeout_s=20)
+
+    second = workers.start(concurrency=200)
+    started = time.monotonic()
+    await eventually(
+        lambda: is_listed(client, second.pid), timeout_s=30, what="the new worker listed"
+    )
+    listed_after_s = time.monotonic() - started
+    await eventually(lambda: chunks_held_by(client, second.pid), timeout_s=15, every_s=0.1)
+    took_work_after_s = time.monotonic() - started
+    # From the moment it answers as a live worker (start-up itself is imports and a pool).
+    assert took_work_after_s - listed_after_s < 5, (listed_after_s, took_work_after_s)
+
+    final = await wait_final(client, run["run_id"], wait_s=120)
+    assert final["status"] == "completed" and final["counts"]["done"] == cases
+    assert answered_once_each(await all_results(client, run["run_id"]), cases)
+
+
+async def test_a_worker_stopped_mid_run_leaves_every_case_answered_exactly_once(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    fake_agent.delay_s = 0.3
+    first = workers.start(concurrency=100)
+    second = workers.start(concurrency=100)
+    agent_id = await register_agent(client, fake_agent.url)
+    cases = 2000
+    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(cases)])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=200)
+    # Both hold lanes, then one is told to stop in the middle of its chunks.
+    assert await eventually(lambda: chunks_held_by(client, first.pid), timeout_s=20)
+    assert await eventually(lambda: chunks_held_by(client, second.pid), timeout_s=20)
+    first.send_signal(signal.SIGTERM)
+    first.wait(timeout=30)
+    assert await chunks_held_by(client, first.pid) is None, "a stopped worker is not listed"
+
+    final = await wait_final(client, run["run_id"], wait_s=120)
+    assert final["status"] == "completed" and final["counts"]["done"] == cases
+    assert answered_once_each(await all_results(client, run["run_id"]), cases)
