@@ -40,6 +40,7 @@ from app.config import Settings, load_settings
 from app.coordination.rate_limits import TokenBucket
 from app.coordination.run_watch import RunWatcher
 from app.db.pool import create_pool
+from app.observability.loop_lag import watch_loop_lag
 from app.off_loop import leave_startup_out_of_collections
 from app.secrets_box import require_secret_key
 from app.services.platform import Platform
@@ -55,9 +56,11 @@ def _lifespan(
         platform = await open_platform(settings)
         app.state.platform = platform
         answer_waiters_on_stop_signals(platform.watcher)
+        lag = asyncio.create_task(watch_loop_lag())
         try:
             yield
         finally:
+            lag.cancel()
             await close_platform(platform)
 
     return lifespan

@@ -107,6 +107,7 @@ async def test_the_api_serves_its_metrics_with_route_templates_and_platform_gaug
     assert any(key.startswith("agentlasso_runs_active{") for key in api_samples)
     assert "agentlasso_trace_batches_waiting" in api_samples
     assert 'agentlasso_db_pool_connections{state="in_use"}' in api_samples
+    assert "agentlasso_event_loop_lag_seconds" in api_samples
     assert run_id not in scrape.text and not _UUID.search(scrape.text)
 
 
