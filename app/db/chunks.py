@@ -146,9 +146,11 @@ async def finish(connection: Connection, run_id: UUID, chunk_no: int, job_id: st
     await connection.execute(_FINISH, run_id, chunk_no, job_id)
 
 
-async def hand_back(executor: Executor, run_id: UUID, chunk_no: int, job_id: str) -> None:
-    """Return a chunk to the queue unfinished (a worker stopping politely)."""
-    await executor.execute(_HAND_BACK, run_id, chunk_no, job_id)
+async def hand_back(executor: Executor, run_id: UUID, chunk_no: int, job_id: str) -> bool:
+    """Return a chunk to the queue unfinished (a worker stopping politely); False when it was
+    not this job's to return (done, or taken from it as stale)."""
+    status: str = await executor.execute(_HAND_BACK, run_id, chunk_no, job_id)
+    return status == "UPDATE 1"
 
 
 async def heartbeat(executor: Executor, worker_id: str, held: list[tuple[UUID, int]]) -> None:

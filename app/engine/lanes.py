@@ -27,7 +27,7 @@ from app.db import datasets as dataset_rows
 from app.db import runs as run_rows
 from app.db.pool import Connection
 from app.domain.case_results import NewResult
-from app.domain.runs import CALLING_STATUSES, ChunkRef, Counters, Run
+from app.domain.runs import CALLING_STATUSES, MAX_CHUNK_SIZE, ChunkRef, Counters, Run
 from app.domain.test_cases import PinnedCase
 from app.engine.grading_pool import grade_off_loop
 from app.engine.judge_chunks import judge_chunk
@@ -68,29 +68,41 @@ async def run_lane(state: WorkerState, run_id: UUID, chunk_no: int, job_id: str)
     """Work through the run's chunks from this one until none is left; returns chunks done."""
     # Each job runs in a task of its own: what it logs from here on names its run.
     bind_log_context(run_id=run_id, job_id=job_id)
-    claimed = await chunk_rows.claim(state.pool, run_id, chunk_no, job_id, state.worker_id)
-    if claimed is None:
-        return 0  # a stale duplicate job, or the chunk is already done
-    metrics.CHUNKS_CLAIMED.labels(claimed.kind).inc()
-    if claimed.kind == "judge":
-        await judge_chunk(state, run_id, chunk_no, job_id, claimed.seqs)
-        metrics.CHUNKS_DONE.labels("judge").inc()
-        return 1
-    await run_rows.mark_running(state.pool, run_id)
-    plan = await _plan(state, run_id)
-    if plan is None:
-        await _drop(state, run_id, chunk_no, job_id)
-        return 0
+    # The lane counts as load from its start, before its run is read: arq asks for room again
+    # within a tenth of a second, and must not start more lanes than this worker can serve.
+    load = MAX_CHUNK_SIZE
+    state.lane_calls += load
+    try:
+        claimed = await chunk_rows.claim(state.pool, run_id, chunk_no, job_id, state.worker_id)
+        if claimed is None:
+            return 0  # a stale duplicate job, or the chunk is already done
+        metrics.CHUNKS_CLAIMED.labels(claimed.kind).inc()
+        if claimed.kind == "judge":
+            state.lane_calls -= load  # judge work waits on the judge's slots, not the agent's
+            load = 0
+            await judge_chunk(state, run_id, chunk_no, job_id, claimed.seqs)
+            metrics.CHUNKS_DONE.labels("judge").inc()
+            return 1
+        await run_rows.mark_running(state.pool, run_id)
+        plan = await _plan(state, run_id)
+        if plan is None:
+            await _drop(state, run_id, chunk_no, job_id)
+            return 0
+        state.lane_calls += plan.chunk_size - load
+        load = plan.chunk_size
+        return await _work_through(state, plan, chunk_no, job_id)
+    finally:
+        state.lane_calls -= load
+
+
+async def _work_through(state: WorkerState, plan: RunPlan, chunk_no: int, job_id: str) -> int:
+    """The lane's chunks, one after another, until none is left for it; how many it did."""
     current: tuple[int, str] | None = (chunk_no, job_id)
     done = 0
-    state.lane_calls += plan.chunk_size
-    try:
-        while current is not None:
-            with log_context(chunk_no=current[0]):
-                current = await _chunk(state, plan, *current)
-            done += 1
-    finally:
-        state.lane_calls -= plan.chunk_size
+    while current is not None:
+        with log_context(chunk_no=current[0]):
+            current = await _chunk(state, plan, *current)
+        done += 1
     return done
 
 
@@ -105,12 +117,19 @@ async def _chunk(
         metrics.CHUNKS_DONE.labels("agent").inc()
         return following
     except asyncio.CancelledError:
-        # SIGTERM: arq re-queues this job; give the chunk back so that job can claim it again.
-        await asyncio.shield(chunk_rows.hand_back(state.pool, plan.run_id, chunk_no, job_id))
-        metrics.CHUNKS_HANDED_BACK.inc()
+        # SIGTERM: give the chunk back, with a job of its own for another worker to take.
+        await asyncio.shield(_hand_back(state, ChunkRef(plan.run_id, chunk_no, job_id)))
         raise
     finally:
         state.held.discard((plan.run_id, chunk_no))
+
+
+async def _hand_back(state: WorkerState, chunk: ChunkRef) -> None:
+    """Return an unfinished chunk to the queue. arq re-queues only the lane's own job, which
+    cannot claim a later chunk of the lane: the chunk gets a job under its own job id."""
+    if await chunk_rows.hand_back(state.pool, chunk.run_id, chunk.chunk_no, chunk.job_id):
+        metrics.CHUNKS_HANDED_BACK.inc()
+        await enqueue_quietly(state.redis, state.settings.queue_name, [chunk])
 
 
 async def _drop(state: WorkerState, run_id: UUID, chunk_no: int, job_id: str) -> None:

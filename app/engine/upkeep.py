@@ -51,9 +51,12 @@ async def send_heartbeat(state: WorkerState) -> None:
 
 
 async def balance_lanes(state: WorkerState, board: LoadBoard) -> None:
-    """Publish this worker's load, and decide how much of it to hand to others."""
-    mine = Load(state.worker_id, state.lane_calls, state.concurrency)
-    state.to_hand_over = calls_to_hand_over(mine, await board.exchange(mine))
+    """Publish this worker's load, and decide how much of it to hand to others (less what is
+    on its way already)."""
+    in_transit = state.calls_in_transit()
+    mine = Load(state.worker_id, state.lane_calls + in_transit, state.concurrency)
+    due = calls_to_hand_over(mine, await board.exchange(mine))
+    state.to_hand_over = max(0, due - in_transit)
 
 
 def liveness(state: WorkerState, stale_after_s: float) -> Liveness:

@@ -82,15 +82,19 @@ class WorkerState:
 
     def lanes_room(self) -> int:
         """How many more agent lanes this worker can serve now (arq asks before taking jobs)."""
+        free = self.concurrency - self.lane_calls - self.calls_in_transit()
+        return 0 if free <= 0 else math.ceil(free / MAX_CHUNK_SIZE)
+
+    def calls_in_transit(self) -> int:
+        """Calls' worth of lanes handed over lately, perhaps not yet taken by another worker:
+        still this worker's load, so that neither it nor the others hand over more for them."""
         now = time.monotonic()
         self._handed_over = [(until, calls) for until, calls in self._handed_over if until > now]
-        lent = sum(calls for _, calls in self._handed_over)
-        free = self.concurrency - self.lane_calls - lent
-        return 0 if free <= 0 else math.ceil(free / MAX_CHUNK_SIZE)
+        return sum(calls for _, calls in self._handed_over)
 
     def hand_over(self, chunk_size: int) -> bool:
         """Whether a lane of this chunk size should go to another worker now (and note it)."""
-        if self.to_hand_over * 2 < chunk_size:
+        if self.to_hand_over < chunk_size:
             return False
         self.to_hand_over -= chunk_size
         self._handed_over.append((time.monotonic() + HANDED_OVER_S, chunk_size))

@@ -9,9 +9,16 @@ from collections import Counter
 
 import httpx
 
-from tests.support.api import all_results, dataset_of, register_agent, start_run, wait_final
+from tests.support.api import (
+    all_results,
+    dataset_of,
+    register_agent,
+    start_run,
+    wait_done,
+    wait_final,
+)
 from tests.support.fake_agent import FakeAgentServer
-from tests.support.processes import WorkerProcesses
+from tests.support.processes import WorkerProcesses, free_port
 from tests.support.waiting import eventually
 
 
@@ -62,15 +69,18 @@ async def test_a_worker_stopped_mid_run_leaves_every_case_answered_exactly_once(
     client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
 ) -> None:
     fake_agent.delay_s = 0.3
+    port = free_port()
     first = workers.start(concurrency=100)
-    second = workers.start(concurrency=100)
+    second = workers.start(concurrency=100, extra_env={"AGENTLASSO_METRICS_PORT": str(port)})
     agent_id = await register_agent(client, fake_agent.url)
-    cases = 2000
+    cases = 3000
     dataset_id = await dataset_of(client, [f"refund {n}" for n in range(cases)])
     run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=200)
-    # Both hold lanes, then one is told to stop in the middle of its chunks.
+    # Both hold lanes, past their first chunks; then one is told to stop in the middle of one.
     assert await eventually(lambda: chunks_held_by(client, first.pid), timeout_s=20)
     assert await eventually(lambda: chunks_held_by(client, second.pid), timeout_s=20)
+    await wait_done(client, run["run_id"], 800)
+    assert await chunks_held_by(client, first.pid)
     first.send_signal(signal.SIGTERM)
     first.wait(timeout=30)
     assert await chunks_held_by(client, first.pid) is None, "a stopped worker is not listed"
@@ -78,3 +88,8 @@ async def test_a_worker_stopped_mid_run_leaves_every_case_answered_exactly_once(
     final = await wait_final(client, run["run_id"], wait_s=120)
     assert final["status"] == "completed" and final["counts"]["done"] == cases
     assert answered_once_each(await all_results(client, run["run_id"]), cases)
+    # What it handed back was queued at once, not found later by the reaper as lost.
+    async with httpx.AsyncClient() as probe:
+        scrape = (await probe.get(f"http://127.0.0.1:{port}/metrics")).text
+    assert 'agentlasso_chunks_reissued_total{reason="lost_job"} 0.0' in scrape
+    assert 'agentlasso_chunks_reissued_total{reason="stale_worker"} 0.0' in scrape
