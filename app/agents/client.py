@@ -1,8 +1,8 @@
 """The one outbound client for agents under test: timeouts, retries, the body cap.
 
-Requests go straight to the guarded connection pool (connections.py) as httpcore requests,
-without httpx's client layer: so nothing here follows a redirect, reads a proxy or netrc from the
-environment, keeps cookies or decodes a compressed body, and no CPU goes on any of that.
+Requests are written whole to the guarded connection pool (connections.py, wire.py): nothing
+here follows a redirect, reads a proxy or netrc from the environment, keeps cookies or decodes
+a compressed body, and no CPU goes on any of that.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-import httpcore
 import msgspec
 
 from app.agents.address_guard import AddressRefused, Resolver, parse_agent_url, resolve_host
@@ -28,8 +27,10 @@ from app.agents.failures import (
     timed_out,
     with_tries,
 )
+from app.agents.headers import HEADER_NAME, HEADER_VALUE
 from app.agents.replies import Reply, parse_reply
 from app.agents.transport import GuardedConnector, agent_ssl_context
+from app.agents.wire import Answer, ConnectFailed, ConnectionBroken, Origin
 from app.domain.agent_calls import Attempt
 from app.observability import metrics
 from app.retry_policy import RETRYABLE_STATUSES, RetryPolicy, Sleep, retry_after_s
@@ -46,12 +47,13 @@ _ENDPOINT_CACHE_SIZE = 4096
 
 
 class _Endpoint:
-    """An agent URL parsed once: what httpcore requests, and the Host header that goes with it."""
+    """An agent URL parsed once: where it goes, its request line and its Host header."""
 
-    __slots__ = ("host_header", "url")
+    __slots__ = ("host_header", "origin", "request_line")
 
-    def __init__(self, url: httpcore.URL, host_header: bytes) -> None:
-        self.url = url
+    def __init__(self, origin: Origin, target: bytes, host_header: bytes) -> None:
+        self.origin = origin
+        self.request_line = b"POST " + target + b" HTTP/1.1\r\n"
         self.host_header = host_header
 
 
@@ -87,7 +89,7 @@ class AgentClient:
             resolver=resolver or resolve_host,
             allow_private=allow_private,
             ssl_context=agent_ssl_context(),
-            network_backend=httpcore.AnyIOBackend(),
+            max_body_bytes=max_body_bytes,
         )
         self._pool = ConnectionPool(connector=connector, max_connections=max_connections)
         self._max_body_bytes = max_body_bytes
@@ -97,6 +99,8 @@ class AgentClient:
             backoff_base_s=backoff_base_s,
         )
         self._endpoints: dict[str, _Endpoint | str] = {}
+        # Per URL and stored headers, a request's head up to its length (None: not sendable).
+        self._heads: dict[tuple[str, tuple[tuple[str, str], ...]], bytes | None] = {}
         self._sleep = sleep
 
     async def call(self, target: AgentTarget, body: dict[str, Any]) -> AgentCallResult:
@@ -105,19 +109,14 @@ class AgentClient:
         endpoint = self._endpoint(target.url)
         if isinstance(endpoint, str):
             return _refused_before_sending(endpoint, started)
-        content = msgspec.json.encode(body)
-        try:
-            request = httpcore.Request(
-                b"POST",
-                endpoint.url,
-                headers=_request_headers(endpoint.host_header, target.headers, len(content)),
-                content=content,
-            )
-        except UnicodeEncodeError:
+        head = self._head(target, endpoint)
+        if head is None:
             return _refused_before_sending(request_refused(), started)
+        content = msgspec.json.encode(body)
+        request = b"%s%d\r\n\r\n%s" % (head, len(content), content)
         attempts: list[Attempt] = []
         while True:
-            outcome, latency_ms = await self._attempt(request, target.timeout_s)
+            outcome, latency_ms = await self._attempt(endpoint.origin, request, target.timeout_s)
             attempts.append(Attempt(len(attempts) + 1, outcome.status, latency_ms, outcome.error))
             if not outcome.retryable or len(attempts) >= self._retry.max_attempts:
                 return _result(outcome, tuple(attempts), _elapsed_ms(started))
@@ -147,62 +146,76 @@ class AgentClient:
             endpoint = self._endpoints[url] = _parse_endpoint(url)
         return endpoint
 
-    async def _attempt(self, request: httpcore.Request, timeout_s: float) -> tuple[_Outcome, int]:
+    def _head(self, target: AgentTarget, endpoint: _Endpoint) -> bytes | None:
+        """The request's head up to its Content-Length value, or None when a stored header
+        cannot be sent in HTTP; cached, as most calls repeat a few agents."""
+        key = (target.url, tuple(target.headers.items()))
+        if key not in self._heads:
+            if len(self._heads) >= _ENDPOINT_CACHE_SIZE:
+                self._heads.clear()
+            self._heads[key] = _request_head(endpoint, target.headers)
+        return self._heads[key]
+
+    async def _attempt(
+        self, origin: Origin, request: bytes, timeout_s: float
+    ) -> tuple[_Outcome, int]:
         """One try within the timeout, which covers connect, send and reading the whole body."""
         started = time.perf_counter()
         try:
             # One deadline for the whole exchange: per-read timeouts never fire for a server
             # that sends a byte every half second.
             async with asyncio.timeout(timeout_s):
-                outcome = await self._exchange(request)
-        except (TimeoutError, httpcore.TimeoutException):
+                answer = await self._pool.exchange(origin, request)
+            outcome = self._read_answer(answer)
+        except TimeoutError:
             outcome = _Outcome(None, timed_out(timeout_s), retryable=True, kind="timeout")
         except AddressRefused as exc:
             outcome = _Outcome(None, str(exc), kind="refused")
-        except (httpcore.LocalProtocolError, httpcore.UnsupportedProtocol):
-            outcome = _Outcome(None, request_refused(), kind="refused")
-        except (httpcore.NetworkError, httpcore.RemoteProtocolError) as exc:
+        except (ConnectFailed, ConnectionBroken, OSError) as exc:
             outcome = _Outcome(None, connection_failed(exc), retryable=True, kind="connection")
         return outcome, _elapsed_ms(started)
 
-    async def _exchange(self, request: httpcore.Request) -> _Outcome:
-        """Send the request and read the answer as a stream, closing it whatever happens."""
-        response = await self._pool.send(request)
-        try:
-            return await self._read_answer(response)
-        finally:
-            await response.aclose()
-
-    async def _read_answer(self, response: httpcore.Response) -> _Outcome:
+    def _read_answer(self, answer: Answer) -> _Outcome:
         """The reply in a 2xx answer, or what is wrong with the answer."""
-        status = response.status
+        status = answer.status
         if not 200 <= status < 300:
-            return _status_failure(status, response.headers)
-        encoding = _header(response.headers, b"content-encoding").strip().lower()
+            return _status_failure(status, answer.headers)
+        encoding = _header(answer.headers, b"content-encoding").strip().lower()
         if encoding not in (b"", b"identity"):
             return _Outcome(status, encoded_answer(encoding.decode("latin-1")), kind=_INVALID)
-        body = await _read_capped(response, self._max_body_bytes)
-        if body is None:
+        if answer.body is None:
             return _Outcome(status, over_limit(self._max_body_bytes), kind=_INVALID)
-        reply = parse_reply(body)
+        reply = parse_reply(answer.body)
         if isinstance(reply, str):
             return _Outcome(status, reply, kind=_INVALID)
         return _Outcome(status, None, reply=reply)
 
 
 def _parse_endpoint(url: str) -> _Endpoint | str:
-    """What httpcore needs to request the URL, or why the URL cannot be an agent's."""
+    """Where the URL's requests go and their request line, or why it cannot be an agent's."""
     parsed = parse_agent_url(url)
     if isinstance(parsed, str):
         return parsed
-    core_url = httpcore.URL(
-        scheme=parsed.raw_scheme, host=parsed.raw_host, port=parsed.port, target=parsed.raw_path
-    )
-    return _Endpoint(core_url, parsed.netloc)
+    scheme = parsed.scheme
+    port = parsed.port or (443 if scheme == "https" else 80)
+    origin = Origin(scheme, parsed.raw_host.decode("ascii"), port)
+    return _Endpoint(origin, parsed.raw_path, parsed.netloc)
+
+
+def _request_head(endpoint: _Endpoint, agent_headers: Mapping[str, str]) -> bytes | None:
+    """The request line and headers, ending with `Content-Length: ` for the body's length to
+    follow; None when a stored header is not valid in HTTP (it is never sent)."""
+    if not all(
+        HEADER_NAME.fullmatch(n) and HEADER_VALUE.fullmatch(v) for n, v in agent_headers.items()
+    ):
+        return None
+    headers = _request_headers(endpoint.host_header, agent_headers)
+    fields = b"".join(name + b": " + value + b"\r\n" for name, value in headers)
+    return endpoint.request_line + fields + b"Content-Length: "
 
 
 def _request_headers(
-    host_header: bytes, agent_headers: Mapping[str, str], content_length: int
+    host_header: bytes, agent_headers: Mapping[str, str]
 ) -> list[tuple[bytes, bytes]]:
     """Host, the agent's stored headers (minus those the client owns), then the client's own."""
     headers = [(b"Host", host_header)]
@@ -216,7 +229,6 @@ def _request_headers(
         (name.encode(), value) for name, value in _DEFAULT_HEADERS.items() if name not in names
     ]
     headers += _FIXED_HEADERS
-    headers.append((b"Content-Length", str(content_length).encode()))
     return headers
 
 
@@ -236,21 +248,6 @@ def _status_failure(status: int, headers: list[tuple[bytes, bytes]]) -> _Outcome
     return _Outcome(
         status, answered_status(status), retryable=True, retry_after_s=asked_s, kind="http_status"
     )
-
-
-async def _read_capped(response: httpcore.Response, max_bytes: int) -> bytes | None:
-    """The raw body, or None as soon as it is known to be over max_bytes (it is never cut)."""
-    declared = _header(response.headers, b"content-length")
-    if declared.isdigit() and int(declared) > max_bytes:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_stream():
-        size += len(chunk)
-        if size > max_bytes:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _result(outcome: _Outcome, attempts: tuple[Attempt, ...], latency_ms: int) -> AgentCallResult:

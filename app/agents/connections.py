@@ -1,59 +1,22 @@
-"""Keep-alive HTTP/1.1 connections to agents, shared by every call in a worker process.
+"""Keep-alive connections to agents, shared by every call in a worker process.
 
-httpcore's own pool (what httpx uses) rescans every open connection, polling each idle socket,
-twice per request: with 200 connections a call cost 2.3 ms of CPU, mostly there (measured with
-tests/perf/bench_agent_client.py). This pool looks only at the origin's most recently used idle
-connection, so a request costs the same however many are open (about 0.3 ms per call in all).
-It is built on httpcore's public HTTP/1.1 connection class, with no private attribute touched.
+A request takes its origin's most recently used idle connection (the least likely to have been
+dropped by the server), so a call costs the same however many connections are open. A
+connection notices the server hanging up as it happens (it is an asyncio protocol), so a
+closed one is never handed out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Protocol, cast
-
-import httpcore
 
 from app.agents.transport import GuardedConnector
+from app.agents.wire import AgentConnection, Answer, Origin
 
 # Below the 5 s after which common servers (uvicorn, nginx's default is 75 s) drop idle ones.
 DEFAULT_KEEPALIVE_EXPIRY_S = 4.0
 _SWEEP_EVERY_S = 5.0
-
-
-# httpcore.Origin compares by value but is not hashable.
-_OriginKey = tuple[bytes, bytes, int]
-
-
-class _Body(Protocol):
-    """What httpcore's HTTP/1.1 response stream offers."""
-
-    def __aiter__(self) -> AsyncIterator[bytes]: ...
-
-    async def aclose(self) -> None: ...
-
-
-class _ReturningBody:
-    """A response body that gives its connection back to the pool once closed."""
-
-    def __init__(self, body: _Body, give_back: Callable[[], Awaitable[None]]) -> None:
-        self._body = body
-        self._give_back = give_back
-        self._closed = False
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._body.__aiter__()
-
-    async def aclose(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            await self._body.aclose()
-        finally:
-            await self._give_back()
 
 
 class ConnectionPool:
@@ -74,101 +37,83 @@ class ConnectionPool:
         self._slots = asyncio.Semaphore(max_connections)
         self._busy = 0
         # Per origin, oldest first: requests take the last (the least likely to be stale).
-        self._idle: dict[_OriginKey, list[httpcore.AsyncHTTP11Connection]] = {}
+        self._idle: dict[Origin, list[AgentConnection]] = {}
         self._idle_count = 0
         self._next_sweep_at = time.monotonic() + _SWEEP_EVERY_S
         self._closed = False
 
-    async def send(self, request: httpcore.Request) -> httpcore.Response:
-        """Send on a pooled connection; closing the response gives the connection back."""
-        origin = request.url.origin
-        key = (origin.scheme, origin.host, origin.port)
+    async def exchange(self, origin: Origin, request: bytes) -> Answer:
+        """Send a whole request on a pooled (or new) connection and read the whole answer."""
         await self._slots.acquire()
         self._busy += 1
         try:
-            connection = await self._take_idle(key) or await self._open(origin)
-            response = await connection.handle_async_request(request)
-        except BaseException:
-            self._release_slot()
-            raise
-        body = cast(_Body, response.stream)
-        response.stream = _ReturningBody(body, lambda: self._give_back(key, connection))
-        return response
+            connection = self._take_idle(origin) or await self._open(origin)
+            answer = await connection.exchange(request)  # closes itself if it fails
+            self._give_back(origin, connection)
+            return answer
+        finally:
+            self._busy -= 1
+            self._slots.release()
 
     async def aclose(self) -> None:
-        """Close every idle connection now, and every busy one as its response closes."""
+        """Close every idle connection now; busy ones are closed as their exchange ends."""
         self._closed = True
-        idle = [connection for connections in self._idle.values() for connection in connections]
+        for connections in self._idle.values():
+            for connection in connections:
+                connection.close()
         self._idle.clear()
         self._idle_count = 0
-        for connection in idle:
-            await connection.aclose()
 
-    async def _take_idle(self, key: _OriginKey) -> httpcore.AsyncHTTP11Connection | None:
+    def _take_idle(self, origin: Origin) -> AgentConnection | None:
         """The origin's most recent idle connection that is still usable, if any."""
-        # No await until the idle list is settled: another call may give a connection back.
-        connections = self._idle.get(key) or []
-        stale: list[httpcore.AsyncHTTP11Connection] = []
+        connections = self._idle.get(origin) or []
         usable = None
         while connections and usable is None:
             connection = connections.pop()
             self._idle_count -= 1
-            # has_expired also notices a server that has hung up (its socket reads as ready).
-            if connection.is_available() and not connection.has_expired():
+            if connection.reusable(self._keepalive_expiry_s):
                 usable = connection
             else:
-                stale.append(connection)
+                connection.close()
         if not connections:
-            self._idle.pop(key, None)
-        for connection in stale:
-            await connection.aclose()
+            self._idle.pop(origin, None)
         return usable
 
-    async def _open(self, origin: httpcore.Origin) -> httpcore.AsyncHTTP11Connection:
+    async def _open(self, origin: Origin) -> AgentConnection:
         """A new connection, closing another origin's idle one if the pool is full."""
         if self._busy + self._idle_count > self._max_connections:
-            await self._pop_oldest_idle().aclose()
-        stream = await self._connector.connect(origin)
-        return httpcore.AsyncHTTP11Connection(
-            origin, stream, keepalive_expiry=self._keepalive_expiry_s
-        )
+            self._pop_oldest_idle().close()
+        return await self._connector.connect(origin)
 
-    async def _give_back(self, key: _OriginKey, connection: httpcore.AsyncHTTP11Connection) -> None:
-        """Keep a connection whose exchange ended cleanly for the next request; close others."""
-        self._release_slot()
-        if connection.is_available() and not self._closed:
-            self._idle.setdefault(key, []).append(connection)
-            self._idle_count += 1
+    def _give_back(self, origin: Origin, connection: AgentConnection) -> None:
+        """Keep a connection whose exchange ended cleanly for the next request."""
+        if connection.closed or self._closed:
+            connection.close()
         else:
-            await connection.aclose()
+            self._idle.setdefault(origin, []).append(connection)
+            self._idle_count += 1
         if time.monotonic() >= self._next_sweep_at:
-            await self._sweep_expired()
+            self._sweep_expired()
 
-    def _release_slot(self) -> None:
-        self._busy -= 1
-        self._slots.release()
-
-    def _pop_oldest_idle(self) -> httpcore.AsyncHTTP11Connection:
+    def _pop_oldest_idle(self) -> AgentConnection:
         """Some origin's oldest idle connection, out of the pool."""
-        key, connections = next(iter(self._idle.items()))
+        origin, connections = next(iter(self._idle.items()))
         connection = connections.pop(0)
         self._idle_count -= 1
         if not connections:
-            del self._idle[key]
+            del self._idle[origin]
         return connection
 
-    async def _sweep_expired(self) -> None:
+    def _sweep_expired(self) -> None:
         """Close idle connections past their keep-alive, for origins no longer called."""
         self._next_sweep_at = time.monotonic() + _SWEEP_EVERY_S
-        expired: list[httpcore.AsyncHTTP11Connection] = []
-        for key, connections in list(self._idle.items()):
-            kept: list[httpcore.AsyncHTTP11Connection] = []
+        for origin, connections in list(self._idle.items()):
+            kept = [c for c in connections if c.reusable(self._keepalive_expiry_s)]
             for connection in connections:
-                (expired if connection.has_expired() else kept).append(connection)
+                if connection not in kept:
+                    connection.close()
             self._idle_count -= len(connections) - len(kept)
             if kept:
-                self._idle[key] = kept
+                self._idle[origin] = kept
             else:
-                del self._idle[key]
-        for connection in expired:
-            await connection.aclose()
+                del self._idle[origin]

@@ -6,7 +6,7 @@ import errno
 import socket
 import ssl
 
-import httpcore
+from app.agents.wire import ConnectFailed
 
 _ERRNO_PHRASES = {
     errno.ECONNREFUSED: "connection refused",
@@ -46,7 +46,7 @@ def encoded_answer(encoding: str) -> str:
 
 def connection_failed(exc: Exception) -> str:
     """A network failure: could not connect, or the connection broke before the answer."""
-    if isinstance(exc, httpcore.ConnectError):
+    if isinstance(exc, ConnectFailed):
         return f"could not connect to the agent: {_network_reason(exc)}"
     return f"the connection to the agent failed: {_network_reason(exc)}"
 

@@ -8,12 +8,13 @@ host name as SNI and checks the certificate against it (and the Host header keep
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 
-import httpcore
 import httpx
 
 from app.agents.address_guard import AddressRefused, Resolver, refusal_reason
+from app.agents.wire import AgentConnection, ConnectFailed, Origin
 
 
 def agent_ssl_context() -> ssl.SSLContext:
@@ -32,44 +33,47 @@ class GuardedConnector:
         resolver: Resolver,
         allow_private: bool,
         ssl_context: ssl.SSLContext,
-        network_backend: httpcore.AsyncNetworkBackend,
+        max_body_bytes: int,
     ) -> None:
         self._resolver = resolver
         self._allow_private = allow_private
         self._ssl_context = ssl_context
-        self._backend = network_backend
+        self._max_body_bytes = max_body_bytes
 
-    async def connect(self, origin: httpcore.Origin) -> httpcore.AsyncNetworkStream:
-        """A stream to the origin (TLS for https) through the first checked address that answers."""
-        host = origin.host.decode("ascii")
-        addresses = await self._checked_addresses(host, origin.port)
-        stream = await self._connect_first(addresses, origin.port)
-        if origin.scheme != b"https":
-            return stream
-        try:
-            return await stream.start_tls(self._ssl_context, server_hostname=host)
-        except BaseException:
-            await stream.aclose()
-            raise
+    async def connect(self, origin: Origin) -> AgentConnection:
+        """A connection to the origin (TLS for https) through the first checked address that
+        answers; ConnectFailed, or AddressRefused, when there is none."""
+        addresses = await self._checked_addresses(origin.host, origin.port)
+        last_error: OSError | None = None
+        for address in addresses:
+            try:
+                return await self._connect(origin, address)
+            except ssl.SSLError as exc:  # the server answered: another address would not help
+                raise ConnectFailed(f"TLS with {origin.host} failed") from exc
+            except OSError as exc:
+                last_error = exc
+        raise ConnectFailed(f"could not connect to {origin.host}") from last_error
+
+    async def _connect(self, origin: Origin, address: str) -> AgentConnection:
+        https = origin.scheme == "https"
+        _, connection = await asyncio.get_running_loop().create_connection(
+            lambda: AgentConnection(self._max_body_bytes),
+            address,
+            origin.port,
+            ssl=self._ssl_context if https else None,
+            server_hostname=origin.host if https else None,
+        )
+        return connection
 
     async def _checked_addresses(self, host: str, port: int) -> list[str]:
         """The host's addresses, refused whole when any one of them is not public."""
         try:
             addresses = await self._resolver(host, port)
         except OSError as exc:
-            raise httpcore.ConnectError(f"the host name {host} does not resolve") from exc
+            raise ConnectFailed(f"the host name {host} does not resolve") from exc
         if not addresses:
-            raise httpcore.ConnectError(f"the host name {host} does not resolve")
+            raise ConnectFailed(f"the host name {host} does not resolve")
         reason = None if self._allow_private else refusal_reason(addresses)
         if reason is not None:
             raise AddressRefused(reason)
         return addresses
-
-    async def _connect_first(self, addresses: list[str], port: int) -> httpcore.AsyncNetworkStream:
-        """A TCP stream to the first address that accepts, else the last address's error."""
-        for address in addresses[:-1]:
-            try:
-                return await self._backend.connect_tcp(address, port)
-            except httpcore.ConnectError:
-                continue
-        return await self._backend.connect_tcp(addresses[-1], port)

@@ -88,9 +88,15 @@ SELECT c.* FROM unnest($2::uuid[]) AS k(test_case_id)
 JOIN case_results c ON c.run_id = $1 AND c.test_case_id = k.test_case_id AND c.trial = 1
 """
 
+# A primary-key probe per case whatever the statistics say (OFFSET 0 keeps the planner from
+# flattening it): a join planned while the table was small scanned the whole run every chunk.
 _EXISTING = """
-SELECT c.test_case_id, c.trial FROM unnest($2::uuid[]) AS k(test_case_id)
-JOIN case_results c ON c.run_id = $1 AND c.test_case_id = k.test_case_id
+SELECT k.test_case_id, c.trial FROM unnest($2::uuid[]) AS k(test_case_id)
+CROSS JOIN LATERAL (
+    SELECT trial FROM case_results c
+    WHERE c.run_id = $1 AND c.test_case_id = k.test_case_id
+    OFFSET 0
+) c
 """
 
 _PAGE = """

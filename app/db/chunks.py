@@ -33,7 +33,7 @@ _CLAIM = """
 UPDATE run_chunks
 SET state = 'running', worker_id = $4, heartbeat_at = now()
 WHERE run_id = $1 AND chunk_no = $2 AND job_id = $3 AND state = 'queued'
-RETURNING kind, items
+RETURNING kind, items, attempt
 """
 
 # Judge chunks are numbered -1, -2, ... so they never collide with the run's agent chunks.
@@ -131,7 +131,7 @@ async def claim(
     row = await executor.fetchrow(_CLAIM, run_id, chunk_no, job_id, worker_id)
     if row is None:
         return None
-    return ClaimedChunk(kind=row["kind"], seqs=tuple(row["items"] or ()))
+    return ClaimedChunk(kind=row["kind"], seqs=tuple(row["items"] or ()), attempt=row["attempt"])
 
 
 async def create_judge_chunk(connection: Connection, run_id: UUID, seqs: list[int]) -> ChunkRef:

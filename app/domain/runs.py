@@ -200,3 +200,5 @@ class ClaimedChunk(msgspec.Struct, frozen=True):
     kind: Literal["agent", "judge"]
     # Judge chunks only: the result rows (their seq) whose verdicts are awaited.
     seqs: tuple[int, ...]
+    # 1 on the first try; more after its worker died or its job was lost.
+    attempt: int = 1

@@ -57,6 +57,14 @@ class RunPlan(msgspec.Struct, frozen=True, kw_only=True):
     judge_configured: bool
 
 
+class Held(msgspec.Struct, frozen=True):
+    """A chunk a lane holds: which, under which job, and on which attempt."""
+
+    chunk_no: int
+    job_id: str
+    attempt: int
+
+
 class Item(msgspec.Struct, frozen=True):
     """One agent call to make: a pinned case and a trial."""
 
@@ -90,38 +98,36 @@ async def run_lane(state: WorkerState, run_id: UUID, chunk_no: int, job_id: str)
             return 0
         state.lane_calls += plan.chunk_size - load
         load = plan.chunk_size
-        return await _work_through(state, plan, chunk_no, job_id)
+        return await _work_through(state, plan, Held(chunk_no, job_id, claimed.attempt))
     finally:
         state.lane_calls -= load
 
 
-async def _work_through(state: WorkerState, plan: RunPlan, chunk_no: int, job_id: str) -> int:
+async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
     """The lane's chunks, one after another, until none is left for it; how many it did."""
-    current: tuple[int, str] | None = (chunk_no, job_id)
+    current: Held | None = first
     done = 0
     while current is not None:
-        with log_context(chunk_no=current[0]):
-            current = await _chunk(state, plan, *current)
+        with log_context(chunk_no=current.chunk_no):
+            current = await _chunk(state, plan, current)
         done += 1
     return done
 
 
-async def _chunk(
-    state: WorkerState, plan: RunPlan, chunk_no: int, job_id: str
-) -> tuple[int, str] | None:
+async def _chunk(state: WorkerState, plan: RunPlan, held: Held) -> Held | None:
     """One chunk, start to stored; hands it back if the worker is stopping."""
-    state.held.add((plan.run_id, chunk_no))
+    state.held.add((plan.run_id, held.chunk_no))
     try:
-        results = await _results_for(state, plan, chunk_no)
-        following = await _store(state, plan.run_id, chunk_no, job_id, results)
+        results = await _results_for(state, plan, held)
+        following = await _store(state, plan.run_id, held.chunk_no, held.job_id, results)
         metrics.CHUNKS_DONE.labels("agent").inc()
         return following
     except asyncio.CancelledError:
         # SIGTERM: give the chunk back, with a job of its own for another worker to take.
-        await asyncio.shield(_hand_back(state, ChunkRef(plan.run_id, chunk_no, job_id)))
+        await asyncio.shield(_hand_back(state, ChunkRef(plan.run_id, held.chunk_no, held.job_id)))
         raise
     finally:
-        state.held.discard((plan.run_id, chunk_no))
+        state.held.discard((plan.run_id, held.chunk_no))
 
 
 async def _hand_back(state: WorkerState, chunk: ChunkRef) -> None:
@@ -168,16 +174,22 @@ async def _plan(state: WorkerState, run_id: UUID) -> RunPlan | None:
     )
 
 
-async def _items(state: WorkerState, plan: RunPlan, chunk_no: int) -> list[Item]:
+async def _items(state: WorkerState, plan: RunPlan, held: Held) -> list[Item]:
     """The chunk's (case, trial) items that have no result yet (all of them, but after a crash)."""
-    first = chunk_no * plan.chunk_size
+    first = held.chunk_no * plan.chunk_size
     indexes = range(first, min(first + plan.chunk_size, plan.total))
     # Items are trial-major: every case once, then every case again for trial 2, ...
     positions = sorted({index % plan.case_count + 1 for index in indexes})
     cases = {case.position: case for case in
              await run_rows.pinned_at_positions(state.pool, plan.run_id, positions)}  # fmt: skip
-    done = await case_results.existing(
-        state.pool, plan.run_id, [case.test_case_id for case in cases.values()]
+    # A chunk's results are stored in the transaction that marks it done: before a second
+    # attempt none of them can be there, so only a retry looks.
+    done = (
+        set()
+        if held.attempt == 1
+        else await case_results.existing(
+            state.pool, plan.run_id, [case.test_case_id for case in cases.values()]
+        )
     )
     items = [
         Item(index // plan.case_count + 1, cases[index % plan.case_count + 1]) for index in indexes
@@ -185,9 +197,9 @@ async def _items(state: WorkerState, plan: RunPlan, chunk_no: int) -> list[Item]
     return [item for item in items if (item.case.test_case_id, item.trial) not in done]
 
 
-async def _results_for(state: WorkerState, plan: RunPlan, chunk_no: int) -> list[NewResult]:
+async def _results_for(state: WorkerState, plan: RunPlan, held: Held) -> list[NewResult]:
     """Call the agent for the chunk's items, then grade every answer off the event loop."""
-    items = await _items(state, plan, chunk_no)
+    items = await _items(state, plan, held)
     # The project's quota of calls a minute to this agent's host, shared by every worker.
     await state.host_pacer.turn(f"{plan.project_id}:{_host(plan.target.url)}", len(items))
     calls = await _calls(state, plan, items)
@@ -275,7 +287,7 @@ def _graded(
 
 async def _store(
     state: WorkerState, run_id: UUID, chunk_no: int, job_id: str, results: Sequence[NewResult]
-) -> tuple[int, str] | None:
+) -> Held | None:
     """Store the chunk's results, move the counters, and take the next chunk; one transaction."""
     async with state.pool.acquire() as connection, connection.transaction():
         # The run row lock orders chunk completions of one run: counters move by exact deltas.
@@ -299,7 +311,7 @@ async def _store(
 
 async def _next_chunk(
     state: WorkerState, connection: Connection, run: Run
-) -> tuple[tuple[int, str] | None, list[ChunkRef]]:
+) -> tuple[Held | None, list[ChunkRef]]:
     """The run's next chunk, claimed for this lane; or queued for another worker to take (the
     lane ends) when this one holds more than its share of the pool's work."""
     if run.status not in CALLING_STATUSES:
@@ -318,7 +330,7 @@ async def _next_chunk(
     if claimed is None:
         return None, []
     metrics.CHUNKS_CLAIMED.labels("agent").inc()
-    return (chunk.chunk_no, chunk.job_id), []
+    return Held(chunk.chunk_no, chunk.job_id, claimed.attempt), []
 
 
 async def _notify(state: WorkerState, connection: Connection, run: Run, became_final: bool) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import Any
 from uuid import UUID
@@ -11,7 +10,7 @@ import msgspec
 
 from app.agents import AgentCallResult, check_agent_url
 from app.agents.address_guard import origin_of
-from app.agents.headers import seal_headers, target_for
+from app.agents.headers import HEADER_NAME, HEADER_VALUE, seal_headers, target_for
 from app.db import agents as agent_rows
 from app.db import projects as project_rows
 from app.db.agents import AgentValues
@@ -24,11 +23,6 @@ _MISSING = "No agent with this id in your project."
 SANDBOX_SOURCE = "agentlasso-sandbox"
 PREVIEW_SOURCE = "agentlasso-preview"
 
-# RFC 9110 token characters: anything else cannot be sent as a header name.
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
-# What h11 sends: visible ASCII, with spaces and tabs only between visible characters (none
-# leading or trailing), so no CR or LF can split the request.
-_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*)?")
 # Set by the agent client itself: a user's value would break the call or its body cap.
 RESERVED_HEADERS = frozenset(
     {"host", "content-length", "content-type", "transfer-encoding", "connection",
@@ -201,13 +195,13 @@ async def _checked_input(
 
 
 def _header_problem(name: str, value: str, seen: dict[str, str]) -> str | None:
-    if not _HEADER_NAME.fullmatch(name):
+    if not HEADER_NAME.fullmatch(name):
         return f"{name!r} is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)."
     if name.lower() in RESERVED_HEADERS:
         return f"{name!r} is set by AgentLasso itself and cannot be configured."
     if name.lower() in seen:
         return f"{name!r} is given twice (header names are case-insensitive)."
-    if not _HEADER_VALUE.fullmatch(value):
+    if not HEADER_VALUE.fullmatch(value):
         return (
             "A header value may hold visible ASCII characters, with spaces and tabs only "
             "between them (none at the start or the end)."
