@@ -102,9 +102,13 @@ def log_handler(log_format: str, stream: IO[str]) -> logging.Handler:
 
 def _route_libraries_to_root() -> None:
     for name in _LIBRARY_LOGGERS:
+        # Whatever an earlier configuration left (a server's dictConfig disables loggers and
+        # sets their levels) is undone: the root's level and handler decide.
         library_logger = logging.getLogger(name)
         library_logger.handlers.clear()
         library_logger.propagate = True
+        library_logger.disabled = False
+        library_logger.setLevel(logging.NOTSET)
     # Warnings and a crash's traceback would otherwise be written to stderr as plain text.
     logging.captureWarnings(True)
     sys.excepthook = _log_uncaught
