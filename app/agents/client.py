@@ -8,12 +8,14 @@ a compressed body, and no CPU goes on any of that.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
 import msgspec
+from prometheus_client import Counter, Histogram
 
 from app.agents.address_guard import AddressRefused, Resolver, parse_agent_url, resolve_host
 from app.agents.calls import AgentCallResult, AgentTarget
@@ -272,9 +274,16 @@ def _refused_before_sending(error: str, started: float) -> AgentCallResult:
 
 def _counted(result: AgentCallResult) -> AgentCallResult:
     """The result, after counting it in the process's metrics."""
-    metrics.AGENT_CALLS.labels(result.outcome).inc()
-    metrics.AGENT_CALL_DURATION.labels(result.outcome).observe(result.latency_ms / 1000)
+    calls, duration = _outcome_metrics(result.outcome)
+    calls.inc()
+    duration.observe(result.latency_ms / 1000)
     return result
+
+
+@functools.cache
+def _outcome_metrics(outcome: str) -> tuple[Counter, Histogram]:
+    """An outcome's counter and histogram (looked up once: labels() takes a lock each call)."""
+    return metrics.AGENT_CALLS.labels(outcome), metrics.AGENT_CALL_DURATION.labels(outcome)
 
 
 def _elapsed_ms(started: float) -> int:

@@ -255,6 +255,9 @@ async def _call(state: WorkerState, plan: RunPlan, item: Item) -> tuple[Item, Ag
         "trial": item.trial,
         "context": plan.context,
     }
+    if plan.agent_limit is None:  # the usual case, without the shared lease's round trips
+        async with state.calls.slot(plan.project_id):
+            return item, await state.agent_client.call(plan.target, body)
     # The agent's slot first: waiting on it must not hold one of this worker's call slots.
     async with (
         state.limiter.slot(plan.agent_id, plan.agent_limit),
