@@ -136,10 +136,18 @@ class _RoomAwareWorker(Worker):
     async def start_jobs(self, job_ids: list[bytes]) -> None:
         running = await _running(self.pool, job_ids)
         waiting = [job_id for job_id in job_ids if job_id not in running]
-        room = self._room(len(waiting))
-        if room == 0 and waiting and await self._waited_long(waiting[0]):
+        # Jobs that take no room (a judge chunk waits on the judge, not on agent slots) start
+        # whatever the room; the others as many as there is room for.
+        free = [job_id for job_id in waiting if not self._needs_room(job_id)]
+        roomy = [job_id for job_id in waiting if self._needs_room(job_id)]
+        room = self._room(len(roomy))
+        if room == 0 and roomy and await self._waited_long(roomy[0]):
             room = 1
-        await super().start_jobs(waiting[:room])
+        await super().start_jobs(free + roomy[:room])
+
+    def _needs_room(self, job_id: bytes) -> bool:
+        needs_room = self.ctx.get("job_needs_room")
+        return needs_room is None or bool(needs_room(job_id.decode()))
 
     def _room(self, wanted: int) -> int:
         job_room = self.ctx.get("job_room")
@@ -152,6 +160,7 @@ class _RoomAwareWorker(Worker):
 
 def run_worker(settings_class: type, ctx: dict[str, Any]) -> None:
     """Run an arq worker with these settings until it is told to stop (SIGINT or SIGTERM).
-    From start-up on, `ctx["job_room"]`, if set, says how many more jobs it may start."""
+    From start-up on, `ctx["job_room"]`, if set, says how many more jobs it may start, and
+    `ctx["job_needs_room"](job_id)` which jobs count against that room (all, if unset)."""
     settings: dict[str, Any] = get_kwargs(cast(Any, settings_class))
     _RoomAwareWorker(**settings, ctx=ctx).run()

@@ -15,6 +15,7 @@ from app.config import load_settings
 from app.coordination.lane_balance import LoadBoard
 from app.db import workers as worker_rows
 from app.db.pool import create_pool
+from app.domain.runs import is_judge_job
 from app.engine.judge_setup import build_judge, require_priced_model
 from app.engine.lanes import run_lane as run_lane_service
 from app.engine.trace_reading import delete_expired_traces, read_waiting_traces
@@ -90,6 +91,7 @@ async def startup(ctx: dict[str, Any]) -> None:
         )
     board = ctx["load_board"] = LoadBoard(state.redis, settings.queue_name)
     ctx["job_room"] = state.lanes_room
+    ctx["job_needs_room"] = lambda job_id: not is_judge_job(job_id)
     ctx["duties"] = [
         asyncio.create_task(watch_loop_lag()),
         asyncio.create_task(every(BALANCE_S, lambda: balance_lanes(state, board))),

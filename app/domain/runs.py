@@ -194,6 +194,13 @@ class ChunkRef(msgspec.Struct, frozen=True):
     job_id: str
 
 
+def is_judge_job(job_id: str) -> bool:
+    """Whether a chunk's job id ('chunk:<run>:<chunk_no>:<attempt>', app/db/chunks.py) is a
+    judge chunk's: those are numbered -1, -2, ... and call no agent."""
+    parts = job_id.split(":")
+    return len(parts) == 4 and parts[2].startswith("-")
+
+
 class ClaimedChunk(msgspec.Struct, frozen=True):
     """A chunk a worker now holds: agent calls, or the result rows awaiting verdicts."""
 
