@@ -37,6 +37,7 @@ from tests.support.agent_servers import (
     response_head,
     self_signed_tls,
 )
+from tests.support.fake_agent import running_fake_agent
 from tests.support.waiting import RecordedSleep
 
 REPLY = {"output": "Refunded.", "tool_calls": []}
@@ -656,3 +657,23 @@ async def test_unresolvable_host_is_a_connection_failure() -> None:
     assert (
         result.error == "could not connect to the agent: the host name does not resolve (2 tries)"
     )
+
+
+async def test_a_burst_of_calls_to_a_server_with_a_small_listen_backlog_is_not_stalled() -> None:
+    # Python's http.server listens with a backlog of 5. A chunk's 200 calls opening 200
+    # connections at once overflowed it, and the connects it dropped waited out TCP's
+    # retransmissions (1 s, 3 s, 7 s...): calls took up to 30 s against an agent answering in
+    # 0.3 s. Connections are now opened a few at a time per origin.
+    with running_fake_agent() as agent:
+        agent.delay_s = 0.3
+        target = AgentTarget(url=agent.url, headers={}, timeout_s=30)
+        async with AgentClient(max_connections=200, allow_private=True) as client:
+
+            async def timed_call() -> tuple[float, AgentCallResult]:
+                began = time.monotonic()
+                result = await client.call(target, {"input": "refund"})
+                return time.monotonic() - began, result
+
+            calls = await asyncio.gather(*(timed_call() for _ in range(200)))
+    assert [result.error for _, result in calls] == [None] * 200
+    assert max(taken for taken, _ in calls) < 10, "no call waited out TCP retransmissions"
