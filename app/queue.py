@@ -138,8 +138,10 @@ class _RoomAwareWorker(Worker):
         waiting = [job_id for job_id in job_ids if job_id not in running]
         # Jobs that take no room (a judge chunk waits on the judge, not on agent slots) start
         # whatever the room; the others as many as there is room for.
-        free = [job_id for job_id in waiting if not self._needs_room(job_id)]
-        roomy = [job_id for job_id in waiting if self._needs_room(job_id)]
+        free: list[bytes] = []
+        roomy: list[bytes] = []
+        for job_id in waiting:
+            (roomy if self._needs_room(job_id) else free).append(job_id)
         room = self._room(len(roomy))
         if room == 0 and roomy and await self._waited_long(roomy[0]):
             room = 1
