@@ -64,11 +64,13 @@ def request_hash(request: NewRun) -> bytes:
 
 
 def chunking(total: int, concurrency: int) -> tuple[int, int, int]:
-    """(chunk size, chunk count, lanes): lanes x chunk size is the run's concurrency."""
-    size = max(1, min(MAX_CHUNK_SIZE, concurrency))
+    """(chunk size, chunk count, lanes): lanes x chunk size is the run's concurrency, rounded
+    down to a multiple of the lanes (120 is 3 lanes of 40, never 3 of 50)."""
+    concurrency = max(1, concurrency)
+    lanes = math.ceil(concurrency / MAX_CHUNK_SIZE)
+    size = concurrency // lanes
     count = math.ceil(total / size)
-    lanes = min(count, math.ceil(concurrency / size))
-    return size, count, lanes
+    return size, count, min(count, lanes)
 
 
 async def start_run(

@@ -375,3 +375,19 @@ async def test_a_tarpit_agent_of_one_project_leaves_slots_for_another(
     assert final["status"] == "completed" and final["counts"]["passed"] == 5
     assert hog_now["status"] == "running" and hog_now["counts"]["done"] == 0
     assert tarpit.most_in_flight == 8
+
+
+async def test_a_runs_concurrency_bounds_its_calls_in_flight(
+    client: httpx.AsyncClient, fake_agent: FakeAgentServer, workers: WorkerProcesses
+) -> None:
+    # 120 is no multiple of a chunk's 50 calls; the lanes' next chunks start while the
+    # chunks before them are still being graded and stored.
+    fake_agent.delay_s = 0.2
+    workers.start()
+    workers.start()
+    agent_id = await register_agent(client, fake_agent.url)
+    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(1200)])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=120)
+    final = await wait_final(client, run["run_id"], wait_s=60)
+    assert final["status"] == "completed" and final["counts"]["done"] == 1200
+    assert 100 <= fake_agent.most_in_flight <= 120, fake_agent.most_in_flight
