@@ -29,6 +29,25 @@ WHERE (c.run_id, c.chunk_no) IN (
 RETURNING c.run_id, c.chunk_no, c.job_id
 """
 
+# A lane's next chunk, queued and claimed in one statement, while its run still calls agents.
+# The run's status is read without its row lock: a run cancelled at this moment costs one
+# chunk started in vain, which the worker stops within a second (upkeep.watch_cancellations).
+_CLAIM_NEXT = """
+UPDATE run_chunks c
+SET state = 'running', worker_id = $2, heartbeat_at = now(), enqueued_at = now(),
+    attempt = c.attempt + 1,
+    job_id = 'chunk:' || c.run_id || ':' || c.chunk_no || ':' || (c.attempt + 1)
+WHERE (c.run_id, c.chunk_no) IN (
+    SELECT run_id, chunk_no FROM run_chunks
+    WHERE run_id = $1 AND state = 'pending'
+      AND EXISTS (SELECT 1 FROM eval_runs r WHERE r.id = $1 AND r.status IN ('queued', 'running'))
+    ORDER BY chunk_no
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING c.chunk_no, c.job_id, c.attempt
+"""
+
 _CLAIM = """
 UPDATE run_chunks
 SET state = 'running', worker_id = $4, heartbeat_at = now()
@@ -132,6 +151,17 @@ async def claim(
     if row is None:
         return None
     return ClaimedChunk(kind=row["kind"], seqs=tuple(row["items"] or ()), attempt=row["attempt"])
+
+
+async def claim_next(
+    executor: Executor, run_id: UUID, worker_id: str
+) -> tuple[ChunkRef, int] | None:
+    """The run's next pending chunk, held by this worker, and its attempt; None when no chunk
+    is pending or the run no longer calls its agent."""
+    row = await executor.fetchrow(_CLAIM_NEXT, run_id, worker_id)
+    if row is None:
+        return None
+    return ChunkRef(run_id, row["chunk_no"], row["job_id"]), row["attempt"]
 
 
 async def create_judge_chunk(connection: Connection, run_id: UUID, seqs: list[int]) -> ChunkRef:

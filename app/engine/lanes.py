@@ -104,30 +104,96 @@ async def run_lane(state: WorkerState, run_id: UUID, chunk_no: int, job_id: str)
 
 
 async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
-    """The lane's chunks, one after another, until none is left for it; how many it did."""
+    """The lane's chunks, one after another, until none is left for it; how many it did.
+
+    A chunk's answers are graded and stored while the next chunk's calls are in flight: between
+    two chunks the agent's slots wait for the next chunk's claim only, never for grading or a
+    transaction. A failed store ends the lane once the chunk after it is stored; the failed
+    chunk's heartbeat stops, and the reaper gives it to another worker."""
     current: Held | None = first
+    storing: asyncio.Task[None] | None = None
     done = 0
-    while current is not None:
-        with log_context(chunk_no=current.chunk_no):
-            current = await _chunk(state, plan, current)
-        done += 1
+    try:
+        while current is not None:
+            with log_context(chunk_no=current.chunk_no):
+                calls = await _calls_for(state, plan, current)
+                previous, storing = (
+                    storing,
+                    asyncio.create_task(_grade_and_store(state, plan, current, calls)),
+                )
+            if previous is not None:
+                await previous  # long stored by now: the calls took longer
+            done += 1
+            current = await _next_chunk(state, plan)
+    finally:
+        if storing is not None:
+            # Answers in hand are stored, even when the worker is stopping.
+            await asyncio.shield(storing)
     return done
 
 
-async def _chunk(state: WorkerState, plan: RunPlan, held: Held) -> Held | None:
-    """One chunk, start to stored; hands it back if the worker is stopping."""
+async def _calls_for(
+    state: WorkerState, plan: RunPlan, held: Held
+) -> list[tuple[Item, AgentCallResult]]:
+    """The chunk's agent calls; hands the chunk back if the worker is stopping."""
     state.held.add((plan.run_id, held.chunk_no))
     try:
-        results = await _results_for(state, plan, held)
-        following = await _store(state, plan.run_id, held.chunk_no, held.job_id, results)
-        metrics.CHUNKS_DONE.labels("agent").inc()
-        return following
+        items = await _items(state, plan, held)
+        # The project's quota of calls a minute to this agent's host, shared by every worker.
+        await state.host_pacer.turn(f"{plan.project_id}:{_host(plan.target.url)}", len(items))
+        return await _calls(state, plan, items)
     except asyncio.CancelledError:
         # SIGTERM: give the chunk back, with a job of its own for another worker to take.
         await asyncio.shield(_hand_back(state, ChunkRef(plan.run_id, held.chunk_no, held.job_id)))
+        state.held.discard((plan.run_id, held.chunk_no))
         raise
+    except BaseException:
+        # Its heartbeat stops: the reaper gives the chunk to another worker.
+        state.held.discard((plan.run_id, held.chunk_no))
+        raise
+
+
+async def _grade_and_store(
+    state: WorkerState, plan: RunPlan, held: Held, calls: list[tuple[Item, AgentCallResult]]
+) -> None:
+    """Grade the chunk's answers off the event loop, then store them."""
+    judge_configured = plan.judge_configured
+
+    def grade_all(out_of_time: Callable[[], bool]) -> list[NewResult]:
+        return [
+            _graded(plan.run_id, item, call, judge_configured, out_of_time) for item, call in calls
+        ]
+
+    try:
+        results = await grade_off_loop(grade_all, state.settings.grading_budget_s)
+        await _store(state, plan.run_id, held, results)
+        metrics.CHUNKS_DONE.labels("agent").inc()
     finally:
         state.held.discard((plan.run_id, held.chunk_no))
+
+
+async def _next_chunk(state: WorkerState, plan: RunPlan) -> Held | None:
+    """The run's next chunk, claimed for this lane; or queued for another worker to take (the
+    lane ends) when this one holds more than its share of the pool's work."""
+    claiming = asyncio.ensure_future(
+        chunk_rows.claim_next(state.pool, plan.run_id, state.worker_id)
+    )
+    try:
+        claimed = await asyncio.shield(claiming)
+    except asyncio.CancelledError:
+        # Stopping: a chunk claimed in the meantime goes back to the queue at once.
+        if (late := await claiming) is not None:
+            await _hand_back(state, late[0])
+        raise
+    if claimed is None:
+        return None
+    chunk, attempt = claimed
+    if state.hand_over(plan.chunk_size):
+        metrics.LANES_HANDED_OVER.inc()
+        await _hand_back(state, chunk)
+        return None
+    metrics.CHUNKS_CLAIMED.labels("agent").inc()
+    return Held(chunk.chunk_no, chunk.job_id, attempt)
 
 
 async def _hand_back(state: WorkerState, chunk: ChunkRef) -> None:
@@ -195,22 +261,6 @@ async def _items(state: WorkerState, plan: RunPlan, held: Held) -> list[Item]:
         Item(index // plan.case_count + 1, cases[index % plan.case_count + 1]) for index in indexes
     ]
     return [item for item in items if (item.case.test_case_id, item.trial) not in done]
-
-
-async def _results_for(state: WorkerState, plan: RunPlan, held: Held) -> list[NewResult]:
-    """Call the agent for the chunk's items, then grade every answer off the event loop."""
-    items = await _items(state, plan, held)
-    # The project's quota of calls a minute to this agent's host, shared by every worker.
-    await state.host_pacer.turn(f"{plan.project_id}:{_host(plan.target.url)}", len(items))
-    calls = await _calls(state, plan, items)
-    judge_configured = plan.judge_configured
-
-    def grade_all(out_of_time: Callable[[], bool]) -> list[NewResult]:
-        return [
-            _graded(plan.run_id, item, call, judge_configured, out_of_time) for item, call in calls
-        ]
-
-    return await grade_off_loop(grade_all, state.settings.grading_budget_s)
 
 
 def _host(url: str) -> str:
@@ -289,51 +339,28 @@ def _graded(
 
 
 async def _store(
-    state: WorkerState, run_id: UUID, chunk_no: int, job_id: str, results: Sequence[NewResult]
-) -> Held | None:
-    """Store the chunk's results, move the counters, and take the next chunk; one transaction."""
+    state: WorkerState, run_id: UUID, held: Held, results: Sequence[NewResult]
+) -> None:
+    """Store the chunk's results, mark it done and move the counters; one transaction.
+
+    Every lane of a run ends its chunks on the run's row, so that row is locked last: only the
+    counters, the gate and the commit wait on it, never the results' insert. The rows written
+    before it are the chunk's own and its results', which no other lane touches (an attempt
+    redoing the chunk waits on the results' keys, and then counts none of them twice)."""
     async with state.pool.acquire() as connection, connection.transaction():
-        # The run row lock orders chunk completions of one run: counters move by exact deltas.
-        run = await run_rows.lock_run_by_id(connection, run_id)
-        assert run is not None
         inserted = await case_results.insert_new(connection, results)
+        await chunk_rows.finish(connection, run_id, held.chunk_no, held.job_id)
         delta = Counters.counting(stored.flags for stored in inserted)
+        # The run's row lock: chunk completions of one run move the counters by exact deltas.
         run = await run_rows.apply_counts(connection, run_id, delta)
         judging = [stored.seq for stored in inserted if stored.flags.judge_pending]
         judge_work = (
             [await chunk_rows.create_judge_chunk(connection, run_id, judging)] if judging else []
         )
-        await chunk_rows.finish(connection, run_id, chunk_no, job_id)
-        following, handed_over = await _next_chunk(state, connection, run)
         was_final = run.is_final
         run = await run_rows.store_gate(connection, run)
         await _notify(state, connection, run, became_final=not was_final)
-    await enqueue_quietly(state.redis, state.settings.queue_name, [*judge_work, *handed_over])
-    return following
-
-
-async def _next_chunk(
-    state: WorkerState, connection: Connection, run: Run
-) -> tuple[Held | None, list[ChunkRef]]:
-    """The run's next chunk, claimed for this lane; or queued for another worker to take (the
-    lane ends) when this one holds more than its share of the pool's work."""
-    if run.status not in CALLING_STATUSES:
-        return None, []
-    queued = await chunk_rows.queue_next(connection, run.id, 1)
-    if not queued:
-        return None, []
-    chunk = queued[0]
-    assert run.chunk_size is not None, "a server-mode run is chunked when it is created"
-    if state.hand_over(run.chunk_size):
-        metrics.LANES_HANDED_OVER.inc()
-        return None, [chunk]
-    claimed = await chunk_rows.claim(
-        connection, run.id, chunk.chunk_no, chunk.job_id, state.worker_id
-    )
-    if claimed is None:
-        return None, []
-    metrics.CHUNKS_CLAIMED.labels("agent").inc()
-    return Held(chunk.chunk_no, chunk.job_id, claimed.attempt), []
+    await enqueue_quietly(state.redis, state.settings.queue_name, judge_work)
 
 
 async def _notify(state: WorkerState, connection: Connection, run: Run, became_final: bool) -> None:

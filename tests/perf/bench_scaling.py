@@ -147,6 +147,7 @@ class Row:
     chunks_done: list[int]
     handed_over: int
     took_work_s: list[float | None]
+    timeline: dict[str, float]
 
 
 # Sockets and CPU, read from /proc.
@@ -274,11 +275,13 @@ async def table_row(bench: Bench, count: int) -> Row:
             claim.cancel()
         scraped = [await worker.metrics(bench.probe) for worker in workers]
         rss = [rss_mb(pid, "VmHWM") for pid in pids]
+    timeline = dict((await query(bench.database_url, TIMELINE, run["run_id"]))[0])
     return Row(
         workers=count, each=each, wall_s=wall_s, done=run["counts"]["done"],
         status=run["status"], cpu_s=cpu, peaks=[peaks[pid] for pid in pids], rss_mb=rss,
         chunks_done=[int(metrics.get(DONE, 0)) for metrics in scraped],
         handed_over=int(sum(metrics.get(HANDED_OVER, 0) for metrics in scraped)), took_work_s=took,
+        timeline={name: float(seconds) for name, seconds in timeline.items()},
     )  # fmt: skip
 
 
@@ -319,6 +322,10 @@ def print_table(bench: Bench, rows: list[Row]) -> None:
             f"| {' / '.join(map(str, row.chunks_done))} | {row.handed_over} "
             f"| {max(took, default=0):.2f}{f' ({never} never)' if never else ''} |"
         )
+    print("\nseconds from the run's creation (the wall adds the POST before it):")
+    for row in rows:
+        steps = ", ".join(f"{name} {seconds:.2f}" for name, seconds in row.timeline.items())
+        print(f"  {row.workers} worker(s): {steps}; wall {row.wall_s:.2f}")
     print_targets(bench, rows, ideal_s)
 
 
@@ -466,6 +473,18 @@ async def chunks_not_done(database_url: str, chunks: list[tuple[UUID, int]]) -> 
     runs, numbers = zip(*chunks, strict=True) if chunks else ((), ())
     left: int = (await query(database_url, NOT_DONE, runs, numbers))[0][0]
     return left
+
+
+# Where a run's wall goes, in seconds from its creation (PostgreSQL's clock).
+TIMELINE = """
+SELECT extract(epoch FROM r.started_at - r.created_at) AS "first chunk started",
+       extract(epoch FROM min(c.finished_at) - r.created_at) AS "first chunk done",
+       extract(epoch FROM max(c.finished_at) - r.created_at) AS "last chunk done",
+       extract(epoch FROM r.finished_at - r.created_at) AS "run finished"
+FROM eval_runs r JOIN run_chunks c ON c.run_id = r.id
+WHERE r.id = $1
+GROUP BY r.id
+"""
 
 
 # Duplicates are impossible with case_results' primary key; looked for all the same.
