@@ -35,6 +35,9 @@ SELECT project_id, csrf_token FROM live
 _DELETE_SESSION = "DELETE FROM web_sessions WHERE token_hash = $1"
 _DELETE_EXPIRED = "DELETE FROM web_sessions WHERE expires_at < now()"
 
+# A link used once, or too old, can never sign anyone in: only its hash would stay behind.
+_DELETE_SPENT_LINKS = "DELETE FROM login_tokens WHERE used_at IS NOT NULL OR expires_at < now()"
+
 _INSERT_LINK = """
 INSERT INTO login_tokens (token_hash, project_id, expires_at)
 VALUES ($1, $2, now() + $3::interval)
@@ -74,6 +77,11 @@ async def delete_session(executor: Executor, token_hash: bytes) -> None:
 async def delete_expired_sessions(executor: Executor) -> None:
     """Forget sessions past their end."""
     await executor.execute(_DELETE_EXPIRED)
+
+
+async def delete_spent_login_tokens(executor: Executor) -> None:
+    """Forget sign-in links that were used or expired."""
+    await executor.execute(_DELETE_SPENT_LINKS)
 
 
 async def insert_login_token(

@@ -80,7 +80,9 @@ async def create_login_link_token(executor: Executor, project_id: UUID) -> str:
 
 
 async def _open(executor: Executor, project_id: UUID, key_id: UUID | None) -> NewSession:
+    # Every sign-in sweeps what can no longer be used, so neither table only grows.
     await session_rows.delete_expired_sessions(executor)
+    await session_rows.delete_spent_login_tokens(executor)
     session = NewSession(token=secrets.token_urlsafe(32), csrf_token=secrets.token_urlsafe(32))
     await session_rows.insert_session(
         executor, token_hash(session.token), project_id, key_id, session.csrf_token, IDLE

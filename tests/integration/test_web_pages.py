@@ -581,6 +581,25 @@ async def test_an_expired_sign_in_link_says_so_and_signs_nobody_in(
         assert not await is_signed_in(web)
 
 
+async def test_a_sign_in_forgets_links_that_were_used_or_expired(
+    base_url: str, api_key: str, database: asyncpg.Connection
+) -> None:
+    used, expired, fresh = [await link_token(database, api_key) for _ in range(3)]
+    await database.execute(
+        "UPDATE login_tokens SET expires_at = now() - interval '1 second' WHERE token_hash = $1",
+        token_hash(expired),
+    )
+    async with browser(base_url) as web:
+        assert (await web.get("/login", params={"token": used})).status_code == 303
+    ours = [token_hash(token) for token in (used, expired, fresh)]
+    kept = await database.fetch(
+        "SELECT token_hash FROM login_tokens WHERE token_hash = ANY($1::bytea[])", ours
+    )
+    assert [row["token_hash"] for row in kept] == [token_hash(fresh)]
+    async with browser(base_url) as web:
+        assert (await web.get("/login", params={"token": fresh})).status_code == 303
+
+
 async def test_an_unknown_sign_in_link_says_so_and_signs_nobody_in(base_url: str) -> None:
     async with browser(base_url) as web:
         for token in (secrets.token_urlsafe(32), "x" * 5000):
