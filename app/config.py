@@ -47,6 +47,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     quota_run_concurrency: int = 1_000
     quota_agent_host_calls_per_min: int = 1_200_000
     quota_dataset_cases: int = 1_000_000
+    # Case generations (and regenerated drafts) a minute per project: each is many model calls,
+    # on the project's key or the server's.
+    quota_generations_per_min: int = 10
     # The most of a worker's agent-call slots, and of the judge's shared slots, one project may
     # hold (1.0: no cap): a project with a hanging agent or a judge backlog leaves the rest to
     # everyone else.
@@ -125,6 +128,7 @@ ENVIRONMENT_VARIABLES = {
     "quota_run_concurrency": "AGENTLASSO_QUOTA_RUN_CONCURRENCY",
     "quota_agent_host_calls_per_min": "AGENTLASSO_QUOTA_AGENT_HOST_CALLS_PER_MIN",
     "quota_dataset_cases": "AGENTLASSO_QUOTA_DATASET_CASES",
+    "quota_generations_per_min": "AGENTLASSO_QUOTA_GENERATIONS_PER_MIN",
     "project_share": "AGENTLASSO_PROJECT_SHARE",
     "max_waiters": "AGENTLASSO_MAX_WAITERS",
     "max_waiters_per_project": "AGENTLASSO_MAX_WAITERS_PER_PROJECT",

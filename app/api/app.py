@@ -101,6 +101,12 @@ async def open_platform(settings: Settings) -> Platform:
             settings.rate_limit_per_s,
             settings.rate_limit_burst,
         ),
+        generation_limiter=TokenBucket(
+            redis,
+            f"{settings.queue_name}:generations",
+            settings.quota_generations_per_min / 60,
+            settings.quota_generations_per_min,
+        ),
         preview_judge=PreviewJudge(settings, pool, redis, secret_key),
     )
 

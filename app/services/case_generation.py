@@ -8,10 +8,13 @@ themselves are in app/services/case_writing.py.
 
 from __future__ import annotations
 
+import logging
+import math
 from typing import Any
 from uuid import UUID
 
 import msgspec
+from redis.exceptions import RedisError
 
 from app.db import agents as agent_rows
 from app.db import case_drafts as draft_rows
@@ -25,9 +28,11 @@ from app.domain.case_drafts import (
     GenerationRecord,
     ToolSpec,
 )
-from app.errors import Conflict, FieldError, InvalidInput, NotFound
+from app.errors import Conflict, FieldError, InvalidInput, NotFound, TooManyRequests
 from app.services.case_drafts import draft_or_missing, draft_rows_of, pending_or_conflict
 from app.services.platform import Platform
+
+log = logging.getLogger("agentlasso.generation")
 
 NO_PROFILE = (
     "Nothing to generate cases from: give the agent's system_prompt or tools, or register an "
@@ -63,6 +68,7 @@ async def generate_cases(
     if dataset is None:
         raise NotFound("No dataset with this id in your project.")
     profile = await _profile(platform, project_id, ask)
+    await _take_turn(platform, project_id)
     # Loaded on first use: the model SDK costs an API process some 77 MB.
     from app.services.case_writing import open_generation
 
@@ -92,6 +98,7 @@ async def regenerate_draft(
     assert first is not None, "a draft's generation exists"
     if dataset is None:  # deleted since the draft was read
         raise NotFound("No dataset with this id in your project.")
+    await _take_turn(platform, project_id)
     from app.services.case_writing import open_generation
 
     generation = await open_generation(
@@ -106,6 +113,25 @@ async def regenerate_draft(
     if not drafts:
         generation.raise_failure()
     return drafts[0], record
+
+
+async def _take_turn(platform: Platform, project_id: UUID) -> None:
+    """Count a generation against the project's quota; TooManyRequests past it."""
+    try:
+        wait_s = await platform.generation_limiter.take(str(project_id))
+    except (RedisError, OSError):
+        # Redis away: generations go on unlimited rather than all refused, as requests do.
+        log.warning("the generation quota is not applied: Redis did not answer", exc_info=True)
+        return
+    if wait_s > 0:
+        per_min = platform.settings.quota_generations_per_min
+        retry_after_s = max(1, math.ceil(wait_s))
+        generations = "generation" if per_min == 1 else "generations"
+        raise TooManyRequests(
+            f"Your project may start {per_min} case {generations} a minute; try again in "
+            f"{retry_after_s} s.",
+            retry_after_s=retry_after_s,
+        )
 
 
 class _Profile(msgspec.Struct, frozen=True):

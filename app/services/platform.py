@@ -28,5 +28,7 @@ class Platform:
     agent_client: AgentClient
     # Each API key's request rate, shared by every API process.
     request_limiter: TokenBucket
+    # Each project's case generations a minute, shared by every API process.
+    generation_limiter: TokenBucket
     # The AI judge for previews, opened on first use.
     preview_judge: PreviewJudge

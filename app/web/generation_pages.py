@@ -17,7 +17,7 @@ from app.api.problems import status_of
 from app.domain.case_drafts import CATEGORIES, CATEGORY_LABELS, CaseDraft
 from app.domain.datasets import Dataset
 from app.domain.test_cases import TestCaseContent
-from app.errors import Conflict, InvalidInput, NotFound, Unavailable
+from app.errors import Conflict, InvalidInput, NotFound, TooManyRequests, Unavailable
 from app.services import agents as agent_service
 from app.services import case_drafts as draft_service
 from app.services import case_generation
@@ -67,10 +67,10 @@ class GenerationPages(Controller):
             errors = by_field(exc.errors)
             errors = {("agent" if name == "agent_id" else name): e for name, e in errors.items()}
             return await _generate_form(request, platform, dataset, form, errors, 422)
-        except (Conflict, NotFound, Unavailable) as exc:
-            status = 409 if isinstance(exc, Conflict) else 503
-            status = 404 if isinstance(exc, NotFound) else status
-            return await _generate_form(request, platform, dataset, form, {"": exc.detail}, status)
+        except (Conflict, NotFound, TooManyRequests, Unavailable) as exc:
+            return await _generate_form(
+                request, platform, dataset, form, {"": exc.detail}, status_of(exc)
+            )
         made, dropped = len(done.drafts), len(done.discarded)
         return redirect(
             request, f"/datasets/{dataset.id}/drafts?generated={made}&discarded={dropped}"
@@ -110,7 +110,7 @@ class GenerationPages(Controller):
                 return redirect(request, f"{back}?regenerated=1")
             if action == "preview":
                 return await _review(request, platform, dataset, previewed=draft)
-        except (Conflict, InvalidInput, Unavailable) as exc:
+        except (Conflict, InvalidInput, TooManyRequests, Unavailable) as exc:
             status = status_of(exc)
             return await _review(
                 request, platform, dataset, problem=(draft.id, exc.detail), status_code=status

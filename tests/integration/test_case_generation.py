@@ -325,3 +325,37 @@ async def test_an_invalid_edit_on_accepting_is_a_422_and_the_draft_stays_pending
     assert_problem(await api.post(url, json=twice), 422, pointer="/checks/1/id")
     assert (await drafts_of(api, dataset["id"]))[0]["status"] == "pending"
     assert await cases_of(api, dataset["id"]) == []
+
+
+async def test_a_project_past_its_generations_a_minute_gets_429_and_another_does_not(
+    settings: Settings, fake: FakeAnthropic, database_url: str
+) -> None:
+    configured = msgspec.structs.replace(
+        settings, anthropic_base_url=fake.base_url, quota_generations_per_min=2
+    )
+    body = {"system_prompt": PROMPT, "tools": TOOLS, "count": 1}
+    async with serving(create_app(configured)) as url:
+        answers: dict[str, list[httpx.Response]] = {}
+        for project in ("busy", "other"):
+            key = await new_project_key(database_url)
+            async with httpx.AsyncClient(
+                base_url=url, headers={"x-api-key": key}, timeout=60
+            ) as http:
+                await http.patch("/api/v1/judge-settings", json={"anthropic_api_key": FAKE_API_KEY})
+                dataset = await create_dataset(http)
+                times = 3 if project == "busy" else 1
+                generated = f"/api/v1/datasets/{dataset['id']}/generate"
+                answers[project] = [await http.post(generated, json=body) for _ in range(times)]
+                if project == "busy":
+                    draft = answers[project][0].json()["drafts"][0]
+                    again = f"/api/v1/datasets/{dataset['id']}/drafts/{draft['id']}/regenerate"
+                    answers[project].append(await http.post(again))
+    busy = [answer.status_code for answer in answers["busy"]]
+    assert busy == [201, 201, 429, 429], "a regenerated draft counts as a generation"
+    problem = assert_problem(answers["busy"][2], 429)
+    retry_after_s = int(answers["busy"][2].headers["retry-after"])
+    assert 1 <= retry_after_s <= 30, "a generation's turn comes back within half a minute at 2"
+    assert problem["detail"] == (
+        f"Your project may start 2 case generations a minute; try again in {retry_after_s} s."
+    )
+    assert [answer.status_code for answer in answers["other"]] == [201]

@@ -196,3 +196,30 @@ async def test_another_projects_drafts_are_not_found(
         assert (await other.get(f"{url}/edit")).status_code == 404
         answer = await other.post(f"{url}/accept", data={"csrf_token": token})
         assert answer.status_code == 404
+
+
+async def test_the_form_says_when_the_projects_generations_a_minute_are_spent(
+    settings: Settings, fake: FakeAnthropic, key: str
+) -> None:
+    configured = msgspec.structs.replace(
+        settings, anthropic_api_key=FAKE_API_KEY, anthropic_base_url=fake.base_url,
+        quota_generations_per_min=1,
+    )  # fmt: skip
+    async with (
+        serving(create_app(configured)) as url,
+        httpx.AsyncClient(base_url=url, headers={"x-api-key": key}) as api,
+        browser(url) as web,
+    ):
+        token = await signed_in_csrf(web, key)
+        dataset = await create_dataset(api)
+        fields = {"csrf_token": token, "agent": "", "system_prompt": PROMPT, "tools": TOOLS,
+                  "instruction": "", "count": "1"}  # fmt: skip
+        first = await web.post(f"/datasets/{dataset['id']}/generate", data=fields)
+        second = await web.post(f"/datasets/{dataset['id']}/generate", data=fields)
+    assert first.status_code == 303
+    assert second.status_code == 429
+    shown = shown_text(second.text)
+    said = re.search(r"may start 1 case generation a minute; try again in (\d+) s\.", shown)
+    assert said is not None, shown
+    assert 1 <= int(said[1]) <= 60
+    assert PROMPT in shown, "the form keeps what was typed"
