@@ -4,6 +4,10 @@ Each call in flight holds a lease (a member of a sorted set scored by its expiry
 the call runs, however long that is (an agent's timeout, times its attempts, plus the waits
 between them). A worker that dies without releasing leaks its slot for one lease at most:
 expired leases are swept on the next acquire.
+
+A process can never hold more than `limit` of a holder's slots, so no more than `limit` of its
+callers ask Redis for one at once; the rest wait in the process, in turn. A lane of 50 calls
+to an agent of max_concurrency 3 polls Redis three at a time, not fifty.
 """
 
 from __future__ import annotations
@@ -37,6 +41,18 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return renewed
 """
 _RETRY_S = 0.02
+
+
+class _Gate:
+    """A holder's slots as this process sees them: a semaphore of its limit, and its users."""
+
+    __slots__ = ("semaphore", "users")
+
+    def __init__(self, limit: int) -> None:
+        self.semaphore = asyncio.Semaphore(limit)
+        self.users = 0
+
+
 # A lease lasts this long unless renewed; it is renewed three times in that span.
 DEFAULT_LEASE_S = 30.0
 
@@ -50,6 +66,8 @@ class AgentLimiter:
         self.lease_ms = int(lease_s * 1000)
         self._acquire = redis.register_script(_ACQUIRE)
         self._renew = redis.register_script(_RENEW)
+        # By holder and limit (a changed limit gets a gate of its own); gone when unused.
+        self._gates: dict[tuple[str, int], _Gate] = {}
 
     @contextlib.asynccontextmanager
     async def slot(self, holder: UUID | str, limit: int | None) -> AsyncIterator[None]:
@@ -58,15 +76,31 @@ class AgentLimiter:
             yield
             return
         key = f"{self.prefix}:slots:{holder}"
-        token = uuid.uuid4().hex
-        await self._wait_for_slot(key, token, limit)
-        renewing = asyncio.create_task(self._keep(key, token))
+        async with self._in_process(key, limit):
+            token = uuid.uuid4().hex
+            await self._wait_for_slot(key, token, limit)
+            renewing = asyncio.create_task(self._keep(key, token))
+            try:
+                yield
+            finally:
+                renewing.cancel()
+                with contextlib.suppress(Exception):  # an unreleased lease expires by itself
+                    await self.redis.zrem(key, token)
+
+    @contextlib.asynccontextmanager
+    async def _in_process(self, key: str, limit: int) -> AsyncIterator[None]:
+        """One of this process's `limit` turns at the holder's slots."""
+        gate = self._gates.get((key, limit))
+        if gate is None:
+            gate = self._gates[(key, limit)] = _Gate(limit)
+        gate.users += 1
         try:
-            yield
+            async with gate.semaphore:
+                yield
         finally:
-            renewing.cancel()
-            with contextlib.suppress(Exception):  # an unreleased lease expires by itself
-                await self.redis.zrem(key, token)
+            gate.users -= 1
+            if not gate.users:
+                del self._gates[(key, limit)]
 
     async def _wait_for_slot(self, key: str, token: str, limit: int) -> None:
         while True:
