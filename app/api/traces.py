@@ -9,7 +9,7 @@ from uuid import UUID
 import msgspec
 from litestar import Controller, Request, Response, Router, get, post, put
 from litestar.di import Provide
-from litestar.params import JSONBody, QueryParameter
+from litestar.params import FromPath, JSONBody, QueryParameter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from app.api.auth import PlatformDep, ProjectId, provide_project_id, require_api_key
@@ -280,7 +280,7 @@ class TraceController(Controller):
         self,
         platform: PlatformDep,
         project_id: ProjectId,
-        trace_id: str,
+        trace_id: FromPath[str],
     ) -> Trace:
         """One trace: its summary, its spans in start order, and the cases made from it."""
         view = await service.get_trace(platform, project_id, trace_id)
@@ -294,7 +294,7 @@ class TraceController(Controller):
         self,
         platform: PlatformDep,
         project_id: ProjectId,
-        trace_id: str,
+        trace_id: FromPath[str],
         data: JSONBody[TestCaseFromTrace],
     ) -> TestCaseFromTraceOut:
         """A test case with the trace's input, in the dataset, linked to the trace."""
