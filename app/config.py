@@ -163,6 +163,16 @@ ENVIRONMENT_VARIABLES = {
 }
 
 
+# Limits, quotas and concurrencies: 0 or less would not limit (a token bucket refilled at 0 a
+# second answers "wait minus forever") or would stop everything, so neither is accepted.
+MUST_BE_POSITIVE = frozenset({
+    "rate_limit_per_s", "rate_limit_burst", "quota_active_runs", "quota_run_concurrency",
+    "quota_agent_host_calls_per_min", "quota_dataset_cases", "quota_generations_per_min",
+    "project_share", "max_waiters", "max_waiters_per_project", "judge_concurrency",
+    "generation_concurrency", "slot_lease_s", "agent_max_attempts", "judge_max_attempts",
+})  # fmt: skip
+
+
 def _parse(name: str, raw: str, kind: Any) -> Any:
     """An environment variable's text as the setting's type; SystemExit saying what is wrong."""
     if kind is bool:
@@ -234,6 +244,12 @@ def load_settings() -> Settings:
         if name and raw is not None and (raw or field.type == tuple[str, ...]):
             kind = int if field.type == int | None else field.type
             values[field.name] = _parse(name, raw, kind)
+            if field.name in MUST_BE_POSITIVE and values[field.name] <= 0:
+                raise SystemExit(f"{name} must be more than 0, got {raw!r}")
+    if not values.get("project_share", 1) <= 1:
+        raise SystemExit(
+            f"AGENTLASSO_PROJECT_SHARE must be at most 1, got {values['project_share']}"
+        )
     if values.get("public_url") is not None:
         values["public_url"] = parse_public_url("AGENTLASSO_PUBLIC_URL", values["public_url"])
     return Settings(**values)
