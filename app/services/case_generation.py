@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import msgspec
@@ -28,9 +28,13 @@ from app.domain.case_drafts import (
     GenerationRecord,
     ToolSpec,
 )
+from app.domain.datasets import Dataset
 from app.errors import Conflict, FieldError, InvalidInput, NotFound, TooManyRequests
 from app.services.case_drafts import draft_or_missing, draft_rows_of, pending_or_conflict
 from app.services.platform import Platform
+
+if TYPE_CHECKING:
+    from app.services.case_writing import GenerationRun
 
 log = logging.getLogger("agentlasso.generation")
 
@@ -68,13 +72,7 @@ async def generate_cases(
     if dataset is None:
         raise NotFound("No dataset with this id in your project.")
     profile = await _profile(platform, project_id, ask)
-    await _take_turn(platform, project_id)
-    # Loaded on first use: the model SDK costs an API process some 77 MB.
-    from app.services.case_writing import open_generation
-
-    generation = await open_generation(
-        platform, project_id, dataset, profile.profile, ask.instruction
-    )
+    generation = await _open(platform, project_id, dataset, profile.profile, ask.instruction)
     try:
         timed_out = await generation.run(ask.count, platform.settings.generation_deadline_s)
     finally:
@@ -98,12 +96,7 @@ async def regenerate_draft(
     assert first is not None, "a draft's generation exists"
     if dataset is None:  # deleted since the draft was read
         raise NotFound("No dataset with this id in your project.")
-    await _take_turn(platform, project_id)
-    from app.services.case_writing import open_generation
-
-    generation = await open_generation(
-        platform, project_id, dataset, first.profile, first.instruction
-    )
+    generation = await _open(platform, project_id, dataset, first.profile, first.instruction)
     try:
         await generation.run_slots([old.slot], platform.settings.generation_deadline_s)
     finally:
@@ -113,6 +106,24 @@ async def regenerate_draft(
     if not drafts:
         generation.raise_failure()
     return drafts[0], record
+
+
+async def _open(
+    platform: Platform, project_id: UUID, dataset: Dataset, profile: AgentProfile,
+    instruction: str | None,
+) -> GenerationRun:  # fmt: skip
+    """A generation with the project's model (Conflict when it has none), counted against its
+    quota before the dataset's inputs are read and indexed for it."""
+    # Loaded on first use: the model SDK costs an API process some 77 MB.
+    from app.services.case_writing import open_generation, writer_for
+
+    writer = await writer_for(platform, project_id)
+    try:
+        await _take_turn(platform, project_id)
+        return await open_generation(platform, writer, dataset, profile, instruction)
+    except BaseException:
+        await writer.aclose()
+        raise
 
 
 async def _take_turn(platform: Platform, project_id: UUID) -> None:

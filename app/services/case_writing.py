@@ -41,11 +41,10 @@ COMPARED_CASES = 2_000
 
 
 async def open_generation(
-    platform: Platform, project_id: UUID, dataset: Dataset, profile: AgentProfile,
+    platform: Platform, writer: CaseWriter, dataset: Dataset, profile: AgentProfile,
     instruction: str | None,
 ) -> GenerationRun:  # fmt: skip
-    """A generation for the dataset, with the project's model (Conflict when it has none)."""
-    writer = await _writer(platform, project_id)
+    """A generation for the dataset, written by `writer` (writer_for)."""
     inputs = await draft_rows.seen_inputs(platform.pool, dataset.id, COMPARED_CASES)
     seen = [input_text(value) for value in inputs]
     source = GenerationInput(
@@ -59,7 +58,7 @@ async def open_generation(
     return GenerationRun(platform, writer, source, seen_inputs)
 
 
-async def _writer(platform: Platform, project_id: UUID) -> CaseWriter:
+async def writer_for(platform: Platform, project_id: UUID) -> CaseWriter:
     """The writer, with the project's key and model (else the server's); Conflict if none."""
     clients = JudgeClients(platform.settings, platform.pool, platform.secret_key)
     chosen = await clients.settings_for(project_id)

@@ -336,14 +336,17 @@ async def test_a_project_past_its_generations_a_minute_gets_429_and_another_does
     body = {"system_prompt": PROMPT, "tools": TOOLS, "count": 1}
     async with serving(create_app(configured)) as url:
         answers: dict[str, list[httpx.Response]] = {}
-        for project in ("busy", "other"):
+        for project in ("keyless", "busy", "other"):
             key = await new_project_key(database_url)
             async with httpx.AsyncClient(
                 base_url=url, headers={"x-api-key": key}, timeout=60
             ) as http:
-                await http.patch("/api/v1/judge-settings", json={"anthropic_api_key": FAKE_API_KEY})
+                if project != "keyless":
+                    await http.patch(
+                        "/api/v1/judge-settings", json={"anthropic_api_key": FAKE_API_KEY}
+                    )
                 dataset = await create_dataset(http)
-                times = 3 if project == "busy" else 1
+                times = 1 if project == "other" else 3
                 generated = f"/api/v1/datasets/{dataset['id']}/generate"
                 answers[project] = [await http.post(generated, json=body) for _ in range(times)]
                 if project == "busy":
@@ -359,3 +362,5 @@ async def test_a_project_past_its_generations_a_minute_gets_429_and_another_does
         f"Your project may start 2 case generations a minute; try again in {retry_after_s} s."
     )
     assert [answer.status_code for answer in answers["other"]] == [201]
+    # Without a model key nothing runs, and nothing is counted: it keeps saying why.
+    assert [answer.status_code for answer in answers["keyless"]] == [409, 409, 409]
