@@ -49,6 +49,9 @@ LOST_AFTER_S = 10.0
 # two of starting.
 BALANCE_S = 0.5
 WORKER_ACQUIRE_TIMEOUT_S = 60.0
+# At shutdown, chunks still being stored get this long (a store takes milliseconds; the pod's
+# grace period is 60 s).
+STORE_ON_SHUTDOWN_S = 30.0
 
 
 async def startup(ctx: dict[str, Any]) -> None:
@@ -117,6 +120,8 @@ async def shutdown(ctx: dict[str, Any]) -> None:
             await worker_rows.forget(state.pool, state.worker_id)
         with contextlib.suppress(Exception):  # likewise the load, after a few seconds
             await ctx["load_board"].leave(state.worker_id)
+        if state.storing:  # chunks whose answers are in hand, stored before the pool closes
+            await asyncio.wait(state.storing, timeout=STORE_ON_SHUTDOWN_S)
         await state.agent_client.aclose()
         await state.judge_clients.aclose()
         await state.pool.close()

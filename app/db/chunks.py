@@ -77,10 +77,16 @@ UPDATE run_chunks SET state = 'queued', worker_id = NULL, heartbeat_at = NULL
 WHERE run_id = $1 AND chunk_no = $2 AND job_id = $3 AND state = 'running'
 """
 
+# A chunk locked now is being stored (done when that commits) or handed back, and is skipped:
+# one store waiting on its run's row must not hold up the heartbeat of every other chunk.
 _HEARTBEAT = """
-UPDATE run_chunks SET heartbeat_at = now()
-WHERE worker_id = $1 AND state = 'running'
-  AND (run_id, chunk_no) IN (SELECT * FROM unnest($2::uuid[], $3::int[]))
+UPDATE run_chunks c SET heartbeat_at = now()
+WHERE (c.run_id, c.chunk_no) IN (
+    SELECT run_id, chunk_no FROM run_chunks
+    WHERE worker_id = $1 AND state = 'running'
+      AND (run_id, chunk_no) IN (SELECT * FROM unnest($2::uuid[], $3::int[]))
+    FOR UPDATE SKIP LOCKED
+)
 """
 
 # A worker that stopped beating (SIGKILL, a lost host): its chunk goes back to the queue under

@@ -129,7 +129,9 @@ _SET_NEW_FAILURES = f"""
 UPDATE eval_runs SET new_failures = $2 WHERE id = $1 RETURNING {RUN_COLUMNS}
 """
 
-_LOCK_BY_ID = f"SELECT {RUN_COLUMNS} FROM eval_runs WHERE id = $1 FOR UPDATE"
+# NO KEY UPDATE: a run's id never changes, and rows that only reference the run (results,
+# chunks, pinned cases) need not wait for its lock holder to commit.
+_LOCK_BY_ID = f"SELECT {RUN_COLUMNS} FROM eval_runs WHERE id = $1 FOR NO KEY UPDATE"
 
 _MARK_RUNNING = """
 UPDATE eval_runs SET status = 'running', started_at = now(), updated_at = now()
@@ -158,7 +160,9 @@ WHERE p.run_id = $1 AND p.position = ANY($2::int[])
 
 _GET = f"SELECT {RUN_COLUMNS} FROM eval_runs WHERE project_id = $1 AND id = $2"
 
-_LOCK = f"SELECT {RUN_COLUMNS} FROM eval_runs WHERE project_id = $1 AND id = $2 FOR UPDATE"
+_LOCK = f"""
+SELECT {RUN_COLUMNS} FROM eval_runs WHERE project_id = $1 AND id = $2 FOR NO KEY UPDATE
+"""
 
 _LIST = f"""
 SELECT {RUN_COLUMNS} FROM eval_runs

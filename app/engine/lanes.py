@@ -111,6 +111,7 @@ async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
     transaction. A failed store ends the lane once the chunk after it is stored; the failed
     chunk's heartbeat stops, and the reaper gives it to another worker."""
     current: Held | None = first
+    previous: asyncio.Task[None] | None = None
     storing: asyncio.Task[None] | None = None
     done = 0
     try:
@@ -119,17 +120,40 @@ async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
                 calls = await _calls_for(state, plan, current)
                 previous, storing = (
                     storing,
-                    asyncio.create_task(_grade_and_store(state, plan, current, calls)),
+                    state.store_in_background(_grade_and_store(state, plan, current, calls)),
                 )
             if previous is not None:
-                await previous  # long stored by now: the calls took longer
+                await _stored(state, plan, previous)
             done += 1
             current = await _next_chunk(state, plan)
-    finally:
         if storing is not None:
-            # Answers in hand are stored, even when the worker is stopping.
             await asyncio.shield(storing)
+    finally:
+        # Stopping, or failing: the answers in hand are stored all the same.
+        unfinished = {task for task in (previous, storing) if task and not task.done()}
+        if unfinished:
+            await asyncio.shield(asyncio.wait(unfinished))
     return done
+
+
+async def _stored(state: WorkerState, plan: RunPlan, store: asyncio.Task[None]) -> None:
+    """Wait for the chunk before's store: long done by now (the calls took longer).
+
+    Shielded: a lane stopped here must not cancel a store whose answers are in hand. Stopped
+    between two chunks, it holds none to hand back, so it hands on the lane itself."""
+    try:
+        await asyncio.shield(store)
+    except asyncio.CancelledError:
+        await asyncio.shield(_hand_on(state, plan.run_id))
+        raise
+
+
+async def _hand_on(state: WorkerState, run_id: UUID) -> None:
+    """Queue the run's next pending chunk with a job of its own: the lane goes on in another
+    worker (a run's cancellation or end is seen there, when the job starts)."""
+    async with state.pool.acquire() as connection:
+        queued = await chunk_rows.queue_next(connection, run_id, 1)
+    await enqueue_quietly(state.redis, state.settings.queue_name, queued)
 
 
 async def _calls_for(
@@ -137,20 +161,23 @@ async def _calls_for(
 ) -> list[tuple[Item, AgentCallResult]]:
     """The chunk's agent calls; hands the chunk back if the worker is stopping."""
     state.held.add((plan.run_id, held.chunk_no))
+    answered = False
     try:
         items = await _items(state, plan, held)
         # The project's quota of calls a minute to this agent's host, shared by every worker.
         await state.host_pacer.turn(f"{plan.project_id}:{_host(plan.target.url)}", len(items))
-        return await _calls(state, plan, items)
+        calls = await _calls(state, plan, items)
+        answered = True
+        return calls
     except asyncio.CancelledError:
         # SIGTERM: give the chunk back, with a job of its own for another worker to take.
         await asyncio.shield(_hand_back(state, ChunkRef(plan.run_id, held.chunk_no, held.job_id)))
-        state.held.discard((plan.run_id, held.chunk_no))
         raise
-    except BaseException:
-        # Its heartbeat stops: the reaper gives the chunk to another worker.
-        state.held.discard((plan.run_id, held.chunk_no))
-        raise
+    finally:
+        if not answered:
+            # Handed back, or its heartbeat stops (an error, a failed hand-back): then the
+            # reaper gives it to another worker. Its store holds it from here otherwise.
+            state.held.discard((plan.run_id, held.chunk_no))
 
 
 async def _grade_and_store(
@@ -183,14 +210,14 @@ async def _next_chunk(state: WorkerState, plan: RunPlan) -> Held | None:
     except asyncio.CancelledError:
         # Stopping: a chunk claimed in the meantime goes back to the queue at once.
         if (late := await claiming) is not None:
-            await _hand_back(state, late[0])
+            await asyncio.shield(_hand_back(state, late[0]))
         raise
     if claimed is None:
         return None
     chunk, attempt = claimed
     if state.hand_over(plan.chunk_size):
         metrics.LANES_HANDED_OVER.inc()
-        await _hand_back(state, chunk)
+        await asyncio.shield(_hand_back(state, chunk))
         return None
     metrics.CHUNKS_CLAIMED.labels("agent").inc()
     return Held(chunk.chunk_no, chunk.job_id, attempt)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
 import socket
 import time
 import uuid
+from collections.abc import Coroutine
+from typing import Any
 from uuid import UUID
 
 import asyncpg
@@ -21,6 +24,8 @@ from app.domain.runs import MAX_CHUNK_SIZE
 from app.engine.judge_calls import Judge
 from app.engine.judge_clients import JudgeClients
 from app.queue import QueueConnection
+
+log = logging.getLogger("agentlasso.lanes")
 
 # A lane handed to another worker is not counted as room here for this long, so this worker
 # does not take its own lane straight back before the other has polled the queue.
@@ -68,6 +73,8 @@ class WorkerState:
             redis, f"{settings.queue_name}:host-calls", per_s, max(per_s, MAX_CHUNK_SIZE)
         )
         self.held: set[tuple[UUID, int]] = set()
+        # Chunks being graded and stored while their lanes go on: shutdown waits for them.
+        self.storing: set[asyncio.Task[None]] = set()
         # Agent calls this worker's lanes want at once (each lane its run's chunk size): its
         # load, which the pool balances (app/coordination/lane_balance.py).
         self.lane_calls = 0
@@ -79,6 +86,21 @@ class WorkerState:
         self.judge_stopped: dict[UUID, str] = {}
         self._cancelled: dict[UUID, asyncio.Event] = {}
         self._last_progress: dict[UUID, float] = {}
+
+    def store_in_background(self, store: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run a chunk's store in a task of its own; a failure is logged at once (its lane
+        raises it too, when it next looks)."""
+        task = asyncio.create_task(store)
+        self.storing.add(task)
+        task.add_done_callback(self._stored)
+        return task
+
+    def _stored(self, task: asyncio.Task[None]) -> None:
+        self.storing.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error(
+                "storing a chunk failed; the reaper gives it to another worker", exc_info=error
+            )
 
     def lanes_room(self) -> int:
         """How many more agent lanes this worker can serve now (arq asks before taking jobs)."""

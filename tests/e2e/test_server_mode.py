@@ -383,10 +383,16 @@ async def test_a_runs_concurrency_bounds_its_calls_in_flight(
     # 120 is no multiple of a chunk's 50 calls; the lanes' next chunks start while the
     # chunks before them are still being graded and stored.
     fake_agent.delay_s = 0.2
-    workers.start()
-    workers.start()
+    started = {workers.start().pid, workers.start().pid}
     agent_id = await register_agent(client, fake_agent.url)
     dataset_id = await dataset_of(client, [f"refund {n}" for n in range(1200)])
+
+    async def both_live() -> bool:
+        listed = (await client.get("/api/v1/workers")).json()["items"]
+        return started <= {worker["pid"] for worker in listed}
+
+    # A worker of 100 gives one project 80 calls at once: the 120 need both workers.
+    await eventually(both_live, 30, what="both workers live")
     run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=120)
     final = await wait_final(client, run["run_id"], wait_s=60)
     assert final["status"] == "completed" and final["counts"]["done"] == 1200

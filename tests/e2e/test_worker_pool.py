@@ -3,10 +3,12 @@ worker stopped hands its chunks back, and every case is answered exactly once.""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import time
 from collections import Counter
 
+import asyncpg
 import httpx
 
 from tests.support.api import (
@@ -92,4 +94,43 @@ async def test_a_worker_stopped_mid_run_leaves_every_case_answered_exactly_once(
     async with httpx.AsyncClient() as probe:
         scrape = (await probe.get(f"http://127.0.0.1:{port}/metrics")).text
     assert 'agentlasso_chunks_reissued_total{reason="lost_job"} 0.0' in scrape
+    assert 'agentlasso_chunks_reissued_total{reason="stale_worker"} 0.0' in scrape
+
+
+async def test_a_worker_stopped_while_storing_stores_the_answers_it_has(
+    client: httpx.AsyncClient,
+    fake_agent: FakeAgentServer,
+    workers: WorkerProcesses,
+    database_url: str,
+) -> None:
+    # A lane stores a chunk while the next one's calls are in flight. Hold the run's row so
+    # that stores wait, let the next calls finish, then stop the worker: the answers it holds
+    # are stored before it exits, and nothing is left for the reaper to redo.
+    fake_agent.delay_s = 0.2
+    leaving = workers.start(concurrency=100)
+    agent_id = await register_agent(client, fake_agent.url)
+    cases = 1000
+    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(cases)])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=100)
+    await wait_done(client, run["run_id"], 100)
+    holder = await asyncpg.connect(database_url)
+    try:
+        async with holder.transaction():
+            await holder.execute("SELECT 1 FROM eval_runs WHERE id = $1 FOR UPDATE", run["run_id"])
+            await asyncio.sleep(1)  # every lane's next calls are answered meanwhile
+            leaving.send_signal(signal.SIGTERM)
+            await asyncio.sleep(1)
+            assert leaving.poll() is None, "it waits for its stores rather than exit"
+        exit_code = await asyncio.to_thread(leaving.wait, 30)
+    finally:
+        await holder.close()
+    assert exit_code == 0
+
+    port = free_port()
+    workers.start(concurrency=100, extra_env={"AGENTLASSO_METRICS_PORT": str(port)})
+    final = await wait_final(client, run["run_id"], wait_s=120)
+    assert final["status"] == "completed" and final["counts"]["done"] == cases
+    assert answered_once_each(await all_results(client, run["run_id"]), cases)
+    async with httpx.AsyncClient() as probe:
+        scrape = (await probe.get(f"http://127.0.0.1:{port}/metrics")).text
     assert 'agentlasso_chunks_reissued_total{reason="stale_worker"} 0.0' in scrape
