@@ -123,7 +123,7 @@ async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
                     state.store_in_background(_grade_and_store(state, plan, current, calls)),
                 )
             if previous is not None:
-                await _stored(state, plan, previous)
+                await _await_store(state, plan, previous)
             done += 1
             current = await _next_chunk(state, plan)
         if storing is not None:
@@ -136,7 +136,7 @@ async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
     return done
 
 
-async def _stored(state: WorkerState, plan: RunPlan, store: asyncio.Task[None]) -> None:
+async def _await_store(state: WorkerState, plan: RunPlan, store: asyncio.Task[None]) -> None:
     """Wait for the chunk before's store: long done by now (the calls took longer).
 
     Shielded: a lane stopped here must not cancel a store whose answers are in hand. Stopped
