@@ -21,7 +21,7 @@ SET state = 'queued', enqueued_at = now(), attempt = c.attempt + 1,
     job_id = 'chunk:' || c.run_id || ':' || c.chunk_no || ':' || (c.attempt + 1)
 WHERE (c.run_id, c.chunk_no) IN (
     SELECT run_id, chunk_no FROM run_chunks
-    WHERE run_id = $1 AND state = 'pending'
+    WHERE run_id = $1 AND state = 'pending' AND kind = 'agent'
     ORDER BY chunk_no
     LIMIT $2
     FOR UPDATE SKIP LOCKED
@@ -89,19 +89,46 @@ WHERE (c.run_id, c.chunk_no) IN (
 )
 """
 
-# A worker that stopped beating (SIGKILL, a lost host): its chunk goes back to the queue under
-# a new job id, so the dead worker's job, if arq ever re-runs it, can no longer claim it. Any
-# run that has not ended counts: judge chunks run while a run is awaiting results or grading.
-_REQUEUE_STALE = """
+# A worker that stopped beating (SIGKILL, a lost host): its judge chunk goes back to the queue
+# under a new job id, so the dead worker's job, if arq ever re-runs it, can no longer claim it.
+# Any run that has not ended counts: judge chunks run while a run is awaiting results or
+# grading.
+_REQUEUE_STALE_JUDGING = """
 UPDATE run_chunks c
 SET state = 'queued', worker_id = NULL, heartbeat_at = NULL, enqueued_at = now(),
     attempt = c.attempt + 1,
     job_id = 'chunk:' || c.run_id || ':' || c.chunk_no || ':' || (c.attempt + 1)
 FROM eval_runs r
 WHERE r.id = c.run_id AND r.status NOT IN ('completed', 'cancelled', 'failed')
-  AND c.state = 'running' AND c.heartbeat_at < now() - make_interval(secs => $1)
-  AND c.attempt < $2
+  AND c.kind = 'judge' AND c.state = 'running'
+  AND c.heartbeat_at < now() - make_interval(secs => $1) AND c.attempt < $2
 RETURNING c.run_id, c.chunk_no, c.job_id
+"""
+
+# A dead worker's agent chunks go back to pending, to be taken by the run's lanes: a lane held
+# up to two of them (one being stored, the next one called), and re-queuing both would give
+# the run a lane more than its concurrency allows. Lanes lost with them are replaced by
+# lanes_missing / queue_next.
+_RELEASE_STALE_LANES = """
+UPDATE run_chunks c
+SET state = 'pending', worker_id = NULL, heartbeat_at = NULL
+FROM eval_runs r
+WHERE r.id = c.run_id AND r.status NOT IN ('completed', 'cancelled', 'failed')
+  AND c.kind = 'agent' AND c.state = 'running'
+  AND c.heartbeat_at < now() - make_interval(secs => $1) AND c.attempt < $2
+RETURNING c.run_id, c.chunk_no
+"""
+
+# Runs calling their agent with chunks pending, and the agent chunks each has queued or held.
+# A live lane always holds one (it claims its next chunk before the one before is stored), so
+# fewer than the run's lanes means lanes were lost: a worker died, or a claim failed.
+_LANES_HELD = """
+SELECT r.id, r.concurrency,
+       (SELECT count(*) FROM run_chunks a
+        WHERE a.run_id = r.id AND a.kind = 'agent' AND a.state IN ('queued', 'running')) AS held
+FROM eval_runs r
+WHERE r.mode = 'server' AND r.status IN ('queued', 'running') AND r.concurrency IS NOT NULL
+  AND EXISTS (SELECT 1 FROM run_chunks p WHERE p.run_id = r.id AND p.state = 'pending')
 """
 
 # A chunk that died this many times is not a dead worker's bad luck but a fault that will
@@ -196,13 +223,26 @@ async def heartbeat(executor: Executor, worker_id: str, held: list[tuple[UUID, i
     )
 
 
-async def requeue_stale(
+async def requeue_stale_judging(
     connection: Connection, stale_after_s: float, max_attempts: int
 ) -> list[ChunkRef]:
-    """Chunks whose worker stopped beating, re-issued under new job ids."""
-    return [
-        _ref(row) for row in await connection.fetch(_REQUEUE_STALE, stale_after_s, max_attempts)
-    ]
+    """Judge chunks whose worker stopped beating, re-issued under new job ids."""
+    rows = await connection.fetch(_REQUEUE_STALE_JUDGING, stale_after_s, max_attempts)
+    return [_ref(row) for row in rows]
+
+
+async def release_stale_lanes(
+    connection: Connection, stale_after_s: float, max_attempts: int
+) -> int:
+    """Agent chunks whose worker stopped beating, pending again; how many."""
+    return len(await connection.fetch(_RELEASE_STALE_LANES, stale_after_s, max_attempts))
+
+
+async def lanes_held(connection: Connection) -> list[tuple[UUID, int, int]]:
+    """(run, its concurrency, agent chunks queued or held) of each server run still calling
+    its agent with chunks pending."""
+    rows = await connection.fetch(_LANES_HELD)
+    return [(row["id"], row["concurrency"], row["held"]) for row in rows]
 
 
 async def fail_poisoned(

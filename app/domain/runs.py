@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Literal
@@ -20,6 +21,13 @@ FINAL_STATUSES: frozenset[str] = frozenset({"completed", "cancelled", "failed"})
 # Items (agent calls) per chunk at most: large enough to amortise a chunk's queries, small
 # enough that a worker dying mid-chunk redoes little and a chunk's slowest call holds up few.
 MAX_CHUNK_SIZE = 50
+
+
+def lanes_for(concurrency: int) -> int:
+    """How many lanes (chunks called at once) share a run's concurrency."""
+    return math.ceil(max(1, concurrency) / MAX_CHUNK_SIZE)
+
+
 # A server-mode run whose lanes still call the agent.
 CALLING_STATUSES: frozenset[str] = frozenset({"queued", "running"})
 

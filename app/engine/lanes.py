@@ -108,8 +108,9 @@ async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
 
     A chunk's answers are graded and stored while the next chunk's calls are in flight: between
     two chunks the agent's slots wait for the next chunk's claim only, never for grading or a
-    transaction. A failed store ends the lane once the chunk after it is stored; the failed
-    chunk's heartbeat stops, and the reaper gives it to another worker."""
+    transaction. The next chunk is claimed before the one before is stored, so a lane holds a
+    chunk from its start to its end, and one lost with its worker shows as a lane missing (the
+    reaper replaces it). A failed store ends the lane once the chunk after it is stored."""
     current: Held | None = first
     previous: asyncio.Task[None] | None = None
     storing: asyncio.Task[None] | None = None
@@ -118,14 +119,18 @@ async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
         while current is not None:
             with log_context(chunk_no=current.chunk_no):
                 calls = await _calls_for(state, plan, current)
-                previous, storing = (
-                    storing,
-                    state.store_in_background(_grade_and_store(state, plan, current, calls)),
-                )
-            if previous is not None:
-                await _await_store(state, plan, previous)
+                answered = current
+                try:
+                    current = await _next_chunk(state, plan)
+                finally:
+                    # Claimed, or not: the answers in hand are stored either way.
+                    previous, storing = (
+                        storing,
+                        state.store_in_background(_grade_and_store(state, plan, answered, calls)),
+                    )
             done += 1
-            current = await _next_chunk(state, plan)
+            if previous is not None:
+                await _await_store(state, plan, previous, current)
         if storing is not None:
             await asyncio.shield(storing)
     finally:
@@ -136,24 +141,20 @@ async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
     return done
 
 
-async def _await_store(state: WorkerState, plan: RunPlan, store: asyncio.Task[None]) -> None:
+async def _await_store(
+    state: WorkerState, plan: RunPlan, store: asyncio.Task[None], claimed: Held | None
+) -> None:
     """Wait for the chunk before's store: long done by now (the calls took longer).
 
-    Shielded: a lane stopped here must not cancel a store whose answers are in hand. Stopped
-    between two chunks, it holds none to hand back, so it hands on the lane itself."""
+    Shielded: a lane stopped here must not cancel a store whose answers are in hand. A lane
+    that ends here (stopped, or the store failed) gives back the chunk it claimed next."""
     try:
         await asyncio.shield(store)
-    except asyncio.CancelledError:
-        await asyncio.shield(_hand_on(state, plan.run_id))
+    except BaseException:
+        if claimed is not None:
+            chunk = ChunkRef(plan.run_id, claimed.chunk_no, claimed.job_id)
+            await asyncio.shield(_hand_back(state, chunk))
         raise
-
-
-async def _hand_on(state: WorkerState, run_id: UUID) -> None:
-    """Queue the run's next pending chunk with a job of its own: the lane goes on in another
-    worker (a run's cancellation or end is seen there, when the job starts)."""
-    async with state.pool.acquire() as connection:
-        queued = await chunk_rows.queue_next(connection, run_id, 1)
-    await enqueue_quietly(state.redis, state.settings.queue_name, queued)
 
 
 async def _calls_for(

@@ -13,7 +13,7 @@ from app.db import chunks as chunk_rows
 from app.db import runs as run_rows
 from app.db import workers as worker_rows
 from app.db.pool import Connection
-from app.domain.runs import ChunkRef
+from app.domain.runs import ChunkRef, lanes_for
 from app.engine.worker_state import WorkerState
 from app.observability import metrics
 from app.observability.worker_port import Liveness
@@ -86,15 +86,36 @@ async def reap(state: WorkerState, stale_after_s: float, lost_after_s: float) ->
             metrics.CHUNKS_POISONED.inc()
             metrics.RUNS_FINISHED.labels("failed").inc()
             await run_rows.notify(connection, run_id, "final")
-        stale = await chunk_rows.requeue_stale(connection, stale_after_s, MAX_CHUNK_ATTEMPTS)
+        judging = await chunk_rows.requeue_stale_judging(
+            connection, stale_after_s, MAX_CHUNK_ATTEMPTS
+        )
+        released = await chunk_rows.release_stale_lanes(
+            connection, stale_after_s, MAX_CHUNK_ATTEMPTS
+        )
         lost = await _lost_jobs(state, connection, lost_after_s)
+        lanes = await _replace_lost_lanes(connection)
         await worker_rows.sweep(connection, FORGET_WORKERS_AFTER_S)
-    metrics.CHUNKS_REISSUED.labels("stale_worker").inc(len(stale))
+    metrics.CHUNKS_REISSUED.labels("stale_worker").inc(len(judging) + released)
     metrics.CHUNKS_REISSUED.labels("lost_job").inc(len(lost))
-    reissued = stale + lost
-    if reissued:
-        log.warning("re-queued %d chunk(s) of dead workers or lost jobs", len(reissued))
-        await queue.enqueue_lanes(state.redis, state.settings.queue_name, reissued)
+    if judging or released or lost:
+        log.warning(
+            "re-issued %d chunk(s) of dead workers or lost jobs",
+            len(judging) + released + len(lost),
+        )
+    if lanes:
+        log.warning("replaced %d lost lane(s) of runs going on", len(lanes))
+    await queue.enqueue_lanes(state.redis, state.settings.queue_name, judging + lost + lanes)
+
+
+async def _replace_lost_lanes(connection: Connection) -> list[ChunkRef]:
+    """Queue a pending chunk for each lane a run lost (a dead worker's, or one whose claim
+    failed): a run never stalls with chunks pending, nor gets more lanes than it should."""
+    queued: list[ChunkRef] = []
+    for run_id, concurrency, held in await chunk_rows.lanes_held(connection):
+        missing = lanes_for(concurrency) - held
+        if missing > 0:
+            queued += await chunk_rows.queue_next(connection, run_id, missing)
+    return queued
 
 
 async def _lost_jobs(

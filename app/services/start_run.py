@@ -22,7 +22,7 @@ from app.db import runs as run_rows
 from app.db.pool import Connection
 from app.db.runs import RunInsert
 from app.domain.datasets import Dataset
-from app.domain.runs import MAX_CHUNK_SIZE, ChunkRef, Run, RunGate
+from app.domain.runs import ChunkRef, Run, RunGate, lanes_for
 from app.domain.stored_text import refuse_nul
 from app.domain.test_cases import PinnedCase
 from app.errors import Conflict, FieldError, InvalidInput, NotFound, TooManyRequests
@@ -67,7 +67,7 @@ def chunking(total: int, concurrency: int) -> tuple[int, int, int]:
     """(chunk size, chunk count, lanes): lanes x chunk size is the run's concurrency, rounded
     down to a multiple of the lanes (120 is 3 lanes of 40, never 3 of 50)."""
     concurrency = max(1, concurrency)
-    lanes = math.ceil(concurrency / MAX_CHUNK_SIZE)
+    lanes = lanes_for(concurrency)
     size = concurrency // lanes
     count = math.ceil(total / size)
     return size, count, min(count, lanes)

@@ -57,6 +57,37 @@ async def test_sigterm_hands_back_in_flight_work(
     assert len(await all_results(client, run["run_id"])) == 120
 
 
+async def test_a_run_whose_lanes_were_all_lost_still_completes(
+    client: httpx.AsyncClient,
+    fake_agent: FakeAgentServer,
+    workers: WorkerProcesses,
+    database_url: str,
+) -> None:
+    # A lane can be lost holding no chunk: its worker dies, or its claim fails, between
+    # storing one chunk and claiming the next. Made here by hand: the run's queued chunks go
+    # back to pending, and nothing is queued for them. The reaper sees the run short of lanes.
+    fake_agent.delay_s = 0.05
+    agent_id = await register_agent(client, fake_agent.url)
+    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(300)])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=100)
+    connection = await asyncpg.connect(database_url)
+    try:
+        orphaned = await connection.fetchval(
+            "WITH back AS (UPDATE run_chunks SET state = 'pending' WHERE run_id = $1"
+            " AND state = 'queued' RETURNING 1) SELECT count(*) FROM back",
+            run["run_id"],
+        )
+    finally:
+        await connection.close()
+    assert orphaned == 2, "a run of 100 starts with two lanes of 50"
+
+    workers.start(concurrency=200)
+    final = await wait_final(client, run["run_id"], wait_s=60)
+    assert final["status"] == "completed" and final["counts"]["done"] == 300
+    assert len({r["test_case_id"] for r in await all_results(client, run["run_id"])}) == 300
+    assert fake_agent.most_in_flight <= 100, "the lanes replaced are the run's two, no more"
+
+
 @contextlib.contextmanager
 def private_redis(port: int) -> Iterator[subprocess.Popen[bytes]]:
     """A Redis (Valkey) of this test's own, keeping nothing on disk, on a fixed port."""
