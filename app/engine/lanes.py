@@ -91,8 +91,7 @@ async def run_lane(state: WorkerState, run_id: UUID, chunk_no: int, job_id: str)
             await judge_chunk(state, run_id, chunk_no, job_id, claimed.seqs)
             metrics.CHUNKS_DONE.labels("judge").inc()
             return 1
-        await run_rows.mark_running(state.pool, run_id)
-        plan = await _plan(state, run_id)
+        plan = await _planned(state, run_id, ChunkRef(run_id, chunk_no, job_id))
         if plan is None:
             await _drop(state, run_id, chunk_no, job_id)
             return 0
@@ -101,6 +100,17 @@ async def run_lane(state: WorkerState, run_id: UUID, chunk_no: int, job_id: str)
         return await _work_through(state, plan, Held(chunk_no, job_id, claimed.attempt))
     finally:
         state.lane_calls -= load
+
+
+async def _planned(state: WorkerState, run_id: UUID, first: ChunkRef) -> RunPlan | None:
+    """The run marked running and its plan; a worker stopping meanwhile hands the lane's first
+    chunk back at once, rather than leave it to the reaper."""
+    try:
+        await run_rows.mark_running(state.pool, run_id)
+        return await _plan(state, run_id)
+    except asyncio.CancelledError:
+        await asyncio.shield(_hand_back(state, first))
+        raise
 
 
 async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:

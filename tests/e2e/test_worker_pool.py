@@ -134,3 +134,46 @@ async def test_a_worker_stopped_while_storing_stores_the_answers_it_has(
     async with httpx.AsyncClient() as probe:
         scrape = (await probe.get(f"http://127.0.0.1:{port}/metrics")).text
     assert 'agentlasso_chunks_reissued_total{reason="stale_worker"} 0.0' in scrape
+
+
+async def test_a_worker_stopped_before_its_lane_starts_hands_the_chunk_back_at_once(
+    client: httpx.AsyncClient,
+    fake_agent: FakeAgentServer,
+    workers: WorkerProcesses,
+    database_url: str,
+) -> None:
+    # The lane claims its first chunk, then waits to mark the run running (its row is held
+    # here); stopped there, the worker gives the chunk back instead of leaving it running.
+    agent_id = await register_agent(client, fake_agent.url)
+    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(40)])
+    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=40)
+    holder = await asyncpg.connect(database_url)
+    try:
+        async with holder.transaction():
+            await holder.execute("SELECT 1 FROM eval_runs WHERE id = $1 FOR UPDATE", run["run_id"])
+            leaving = workers.start()
+
+            async def claimed() -> bool:
+                state = await holder.fetchval(
+                    "SELECT state FROM run_chunks WHERE run_id = $1", run["run_id"]
+                )
+                return bool(state == "running")
+
+            await eventually(claimed, 30, what="the lane claiming its chunk")
+            leaving.send_signal(signal.SIGTERM)
+            exit_code = await asyncio.to_thread(leaving.wait, 30)
+        state = await holder.fetchval(
+            "SELECT state FROM run_chunks WHERE run_id = $1", run["run_id"]
+        )
+    finally:
+        await holder.close()
+    assert exit_code == 0
+    assert state == "queued", "handed back, for the next worker to take at once"
+
+    port = free_port()
+    workers.start(extra_env={"AGENTLASSO_METRICS_PORT": str(port)})
+    final = await wait_final(client, run["run_id"], wait_s=60)
+    assert final["status"] == "completed" and final["counts"]["done"] == 40
+    async with httpx.AsyncClient() as probe:
+        scrape = (await probe.get(f"http://127.0.0.1:{port}/metrics")).text
+    assert 'agentlasso_chunks_reissued_total{reason="stale_worker"} 0.0' in scrape
