@@ -52,6 +52,8 @@ WORKER_ACQUIRE_TIMEOUT_S = 60.0
 # At shutdown, chunks still being stored get this long (a store takes milliseconds; the pod's
 # grace period is 60 s).
 STORE_ON_SHUTDOWN_S = 30.0
+# Then connections still in use get this long before they are closed under their queries.
+POOL_CLOSE_S = 10.0
 
 
 async def startup(ctx: dict[str, Any]) -> None:
@@ -110,6 +112,9 @@ async def startup(ctx: dict[str, Any]) -> None:
 
 async def shutdown(ctx: dict[str, Any]) -> None:
     """Stop the duties and close what startup opened."""
+    if "state" in ctx and (storing := _state(ctx).storing):
+        # Chunks whose answers are in hand, stored while heartbeats still keep them held.
+        await asyncio.wait(storing, timeout=STORE_ON_SHUTDOWN_S)
     for duty in ctx.get("duties", []):
         duty.cancel()
     if "metrics_server" in ctx:
@@ -120,11 +125,12 @@ async def shutdown(ctx: dict[str, Any]) -> None:
             await worker_rows.forget(state.pool, state.worker_id)
         with contextlib.suppress(Exception):  # likewise the load, after a few seconds
             await ctx["load_board"].leave(state.worker_id)
-        if state.storing:  # chunks whose answers are in hand, stored before the pool closes
-            await asyncio.wait(state.storing, timeout=STORE_ON_SHUTDOWN_S)
         await state.agent_client.aclose()
         await state.judge_clients.aclose()
-        await state.pool.close()
+        try:
+            await asyncio.wait_for(state.pool.close(), POOL_CLOSE_S)
+        except TimeoutError:  # a query stuck past the grace period: the pod is going anyway
+            state.pool.terminate()
 
 
 async def run_lane(ctx: dict[str, Any], run_id: str, chunk_no: int, job_id: str) -> int:
