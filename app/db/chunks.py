@@ -14,37 +14,34 @@ INSERT INTO run_chunks (run_id, chunk_no)
 SELECT $1, chunk_no FROM generate_series(0, $2 - 1) AS chunk_no
 """
 
-# Hands the next pending chunks of a run to the queue; SKIP LOCKED lets workers race safely.
-_QUEUE_NEXT = """
-UPDATE run_chunks c
-SET state = 'queued', enqueued_at = now(), attempt = c.attempt + 1,
-    job_id = 'chunk:' || c.run_id || ':' || c.chunk_no || ':' || (c.attempt + 1)
-WHERE (c.run_id, c.chunk_no) IN (
+# A chunk (aliased c) given out again: its next attempt, under a job id of that attempt's, so a
+# job of an earlier attempt can no longer claim it.
+_NEXT_ATTEMPT = """attempt = c.attempt + 1, enqueued_at = now(),
+    job_id = 'chunk:' || c.run_id || ':' || c.chunk_no || ':' || (c.attempt + 1)"""
+
+# The first pending agent chunks of run $1, locked; SKIP LOCKED lets workers race safely.
+_PENDING = """
     SELECT run_id, chunk_no FROM run_chunks
     WHERE run_id = $1 AND state = 'pending' AND kind = 'agent'
     ORDER BY chunk_no
-    LIMIT $2
+    LIMIT {limit}
     FOR UPDATE SKIP LOCKED
-)
+"""
+
+# Hands the next pending chunks of a run to the queue.
+_QUEUE_NEXT = f"""
+UPDATE run_chunks c SET state = 'queued', {_NEXT_ATTEMPT}
+WHERE (c.run_id, c.chunk_no) IN ({_PENDING.format(limit="$2")})
 RETURNING c.run_id, c.chunk_no, c.job_id
 """
 
 # A lane's next chunk, queued and claimed in one statement, while its run still calls agents.
 # The run's status is read without its row lock: a run cancelled at this moment costs one
 # chunk started in vain, which the worker stops within a second (upkeep.watch_cancellations).
-_CLAIM_NEXT = """
-UPDATE run_chunks c
-SET state = 'running', worker_id = $2, heartbeat_at = now(), enqueued_at = now(),
-    attempt = c.attempt + 1,
-    job_id = 'chunk:' || c.run_id || ':' || c.chunk_no || ':' || (c.attempt + 1)
-WHERE (c.run_id, c.chunk_no) IN (
-    SELECT run_id, chunk_no FROM run_chunks
-    WHERE run_id = $1 AND state = 'pending'
-      AND EXISTS (SELECT 1 FROM eval_runs r WHERE r.id = $1 AND r.status IN ('queued', 'running'))
-    ORDER BY chunk_no
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
-)
+_CLAIM_NEXT = f"""
+UPDATE run_chunks c SET state = 'running', worker_id = $2, heartbeat_at = now(), {_NEXT_ATTEMPT}
+WHERE (c.run_id, c.chunk_no) IN ({_PENDING.format(limit=1)})
+  AND EXISTS (SELECT 1 FROM eval_runs r WHERE r.id = $1 AND r.status IN ('queued', 'running'))
 RETURNING c.chunk_no, c.job_id, c.attempt
 """
 
@@ -93,11 +90,9 @@ WHERE (c.run_id, c.chunk_no) IN (
 # under a new job id, so the dead worker's job, if arq ever re-runs it, can no longer claim it.
 # Any run that has not ended counts: judge chunks run while a run is awaiting results or
 # grading.
-_REQUEUE_STALE_JUDGING = """
+_REQUEUE_STALE_JUDGING = f"""
 UPDATE run_chunks c
-SET state = 'queued', worker_id = NULL, heartbeat_at = NULL, enqueued_at = now(),
-    attempt = c.attempt + 1,
-    job_id = 'chunk:' || c.run_id || ':' || c.chunk_no || ':' || (c.attempt + 1)
+SET state = 'queued', worker_id = NULL, heartbeat_at = NULL, {_NEXT_ATTEMPT}
 FROM eval_runs r
 WHERE r.id = c.run_id AND r.status NOT IN ('completed', 'cancelled', 'failed')
   AND c.kind = 'judge' AND c.state = 'running'
@@ -107,8 +102,8 @@ RETURNING c.run_id, c.chunk_no, c.job_id
 
 # A dead worker's agent chunks go back to pending, to be taken by the run's lanes: a lane held
 # up to two of them (one being stored, the next one called), and re-queuing both would give
-# the run a lane more than its concurrency allows. Lanes lost with them are replaced by
-# lanes_missing / queue_next.
+# the run a lane more than its concurrency allows. Lanes lost with them are replaced after
+# lanes_held counts them (upkeep._replace_lost_lanes).
 _RELEASE_STALE_LANES = """
 UPDATE run_chunks c
 SET state = 'pending', worker_id = NULL, heartbeat_at = NULL
@@ -116,7 +111,6 @@ FROM eval_runs r
 WHERE r.id = c.run_id AND r.status NOT IN ('completed', 'cancelled', 'failed')
   AND c.kind = 'agent' AND c.state = 'running'
   AND c.heartbeat_at < now() - make_interval(secs => $1) AND c.attempt < $2
-RETURNING c.run_id, c.chunk_no
 """
 
 # Runs calling their agent with chunks pending, and the agent chunks each has queued or held.
@@ -153,10 +147,8 @@ WHERE c.state = 'queued' AND c.enqueued_at < now() - make_interval(secs => $1)
   AND r.status NOT IN ('completed', 'cancelled', 'failed')
 """
 
-_REISSUE = """
-UPDATE run_chunks
-SET attempt = attempt + 1, enqueued_at = now(),
-    job_id = 'chunk:' || run_id || ':' || chunk_no || ':' || (attempt + 1)
+_REISSUE = f"""
+UPDATE run_chunks c SET {_NEXT_ATTEMPT}
 WHERE run_id = $1 AND chunk_no = $2 AND job_id = $3 AND state = 'queued'
 RETURNING run_id, chunk_no, job_id
 """
@@ -235,7 +227,8 @@ async def release_stale_lanes(
     connection: Connection, stale_after_s: float, max_attempts: int
 ) -> int:
     """Agent chunks whose worker stopped beating, pending again; how many."""
-    return len(await connection.fetch(_RELEASE_STALE_LANES, stale_after_s, max_attempts))
+    status: str = await connection.execute(_RELEASE_STALE_LANES, stale_after_s, max_attempts)
+    return int(status.split()[-1])
 
 
 async def lanes_held(connection: Connection) -> list[tuple[UUID, int, int]]:

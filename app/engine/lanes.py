@@ -64,6 +64,10 @@ class Held(msgspec.Struct, frozen=True):
     job_id: str
     attempt: int
 
+    def of_run(self, run_id: UUID) -> ChunkRef:
+        """The chunk as a job names it."""
+        return ChunkRef(run_id, self.chunk_no, self.job_id)
+
 
 class Item(msgspec.Struct, frozen=True):
     """One agent call to make: a pinned case and a trial."""
@@ -162,8 +166,7 @@ async def _await_store(
         await asyncio.shield(store)
     except BaseException:
         if claimed is not None:
-            chunk = ChunkRef(plan.run_id, claimed.chunk_no, claimed.job_id)
-            await asyncio.shield(_hand_back(state, chunk))
+            await asyncio.shield(_hand_back(state, claimed.of_run(plan.run_id)))
         raise
 
 
@@ -182,7 +185,7 @@ async def _calls_for(
         return calls
     except asyncio.CancelledError:
         # SIGTERM: give the chunk back, with a job of its own for another worker to take.
-        await asyncio.shield(_hand_back(state, ChunkRef(plan.run_id, held.chunk_no, held.job_id)))
+        await asyncio.shield(_hand_back(state, held.of_run(plan.run_id)))
         raise
     finally:
         if not answered:

@@ -95,13 +95,11 @@ async def reap(state: WorkerState, stale_after_s: float, lost_after_s: float) ->
         lost = await _lost_jobs(state, connection, lost_after_s)
         lanes = await _replace_lost_lanes(connection)
         await worker_rows.sweep(connection, FORGET_WORKERS_AFTER_S)
-    metrics.CHUNKS_REISSUED.labels("stale_worker").inc(len(judging) + released)
+    stale = len(judging) + released
+    metrics.CHUNKS_REISSUED.labels("stale_worker").inc(stale)
     metrics.CHUNKS_REISSUED.labels("lost_job").inc(len(lost))
-    if judging or released or lost:
-        log.warning(
-            "re-issued %d chunk(s) of dead workers or lost jobs",
-            len(judging) + released + len(lost),
-        )
+    if stale or lost:
+        log.warning("re-issued %d chunk(s) of dead workers or lost jobs", stale + len(lost))
     if lanes:
         log.warning("replaced %d lost lane(s) of runs going on", len(lanes))
     await queue.enqueue_lanes(state.redis, state.settings.queue_name, judging + lost + lanes)

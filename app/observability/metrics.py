@@ -27,7 +27,7 @@ CHUNKS_CLAIMED = Counter(
 CHUNKS_DONE = Counter("agentlasso_chunks_done", "Chunks finished and stored.", ["kind"])
 CHUNKS_REISSUED = Counter(
     "agentlasso_chunks_reissued",
-    "Chunks put back on the queue: their worker stopped beating, or Redis lost the job.",
+    "Chunks given out again: their worker stopped beating, or Redis lost the job.",
     ["reason"],
 )
 CHUNKS_HANDED_BACK = Counter(
