@@ -4,9 +4,11 @@ worker stopped hands its chunks back, and every case is answered exactly once.""
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import time
 from collections import Counter
+from typing import Any
 
 import asyncpg
 import httpx
@@ -34,6 +36,25 @@ async def is_listed(client: httpx.AsyncClient, pid: int) -> bool:
     return await chunks_held_by(client, pid) is not None
 
 
+async def run_of(
+    client: httpx.AsyncClient, agent_url: str, cases: int, concurrency: int
+) -> dict[str, Any]:
+    """A run just started: `cases` cases against the agent at this URL."""
+    agent_id = await register_agent(client, agent_url)
+    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(cases)])
+    return await start_run(
+        client, dataset_id=dataset_id, agent_id=agent_id, concurrency=concurrency
+    )
+
+
+async def reissued(metrics_port: int) -> dict[str, float]:
+    """A worker's chunks re-issued so far, by reason, from its /metrics."""
+    async with httpx.AsyncClient() as probe:
+        scrape = (await probe.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
+    found = re.findall(r'^agentlasso_chunks_reissued_total\{reason="(\w+)"\} (\S+)$', scrape, re.M)
+    return {reason: float(value) for reason, value in found}
+
+
 def answered_once_each(results: list[dict[str, object]], cases: int) -> bool:
     """One result per case, none twice."""
     counts = Counter((r["test_case_id"], r["trial"]) for r in results)
@@ -45,10 +66,8 @@ async def test_a_worker_added_mid_run_takes_lanes_within_five_seconds(
 ) -> None:
     fake_agent.delay_s = 0.5
     first = workers.start(concurrency=200)
-    agent_id = await register_agent(client, fake_agent.url)
     cases = 3000
-    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(cases)])
-    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=200)
+    run = await run_of(client, fake_agent.url, cases, 200)
     assert await eventually(lambda: chunks_held_by(client, first.pid), timeout_s=20)
 
     second = workers.start(concurrency=200)
@@ -74,10 +93,8 @@ async def test_a_worker_stopped_mid_run_leaves_every_case_answered_exactly_once(
     port = free_port()
     first = workers.start(concurrency=100)
     second = workers.start(concurrency=100, extra_env={"AGENTLASSO_METRICS_PORT": str(port)})
-    agent_id = await register_agent(client, fake_agent.url)
     cases = 3000
-    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(cases)])
-    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=200)
+    run = await run_of(client, fake_agent.url, cases, 200)
     # Both hold lanes, past their first chunks; then one is told to stop in the middle of one.
     assert await eventually(lambda: chunks_held_by(client, first.pid), timeout_s=20)
     assert await eventually(lambda: chunks_held_by(client, second.pid), timeout_s=20)
@@ -91,10 +108,7 @@ async def test_a_worker_stopped_mid_run_leaves_every_case_answered_exactly_once(
     assert final["status"] == "completed" and final["counts"]["done"] == cases
     assert answered_once_each(await all_results(client, run["run_id"]), cases)
     # What it handed back was queued at once, not found later by the reaper as lost.
-    async with httpx.AsyncClient() as probe:
-        scrape = (await probe.get(f"http://127.0.0.1:{port}/metrics")).text
-    assert 'agentlasso_chunks_reissued_total{reason="lost_job"} 0.0' in scrape
-    assert 'agentlasso_chunks_reissued_total{reason="stale_worker"} 0.0' in scrape
+    assert await reissued(port) == {"stale_worker": 0.0, "lost_job": 0.0}
 
 
 async def test_a_worker_stopped_while_storing_stores_the_answers_it_has(
@@ -108,10 +122,8 @@ async def test_a_worker_stopped_while_storing_stores_the_answers_it_has(
     # are stored before it exits, and nothing is left for the reaper to redo.
     fake_agent.delay_s = 0.2
     leaving = workers.start(concurrency=100)
-    agent_id = await register_agent(client, fake_agent.url)
     cases = 1000
-    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(cases)])
-    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=100)
+    run = await run_of(client, fake_agent.url, cases, 100)
     await wait_done(client, run["run_id"], 100)
     holder = await asyncpg.connect(database_url)
     try:
@@ -131,9 +143,7 @@ async def test_a_worker_stopped_while_storing_stores_the_answers_it_has(
     final = await wait_final(client, run["run_id"], wait_s=120)
     assert final["status"] == "completed" and final["counts"]["done"] == cases
     assert answered_once_each(await all_results(client, run["run_id"]), cases)
-    async with httpx.AsyncClient() as probe:
-        scrape = (await probe.get(f"http://127.0.0.1:{port}/metrics")).text
-    assert 'agentlasso_chunks_reissued_total{reason="stale_worker"} 0.0' in scrape
+    assert (await reissued(port))["stale_worker"] == 0
 
 
 async def test_a_worker_stopped_before_its_lane_starts_hands_the_chunk_back_at_once(
@@ -144,9 +154,7 @@ async def test_a_worker_stopped_before_its_lane_starts_hands_the_chunk_back_at_o
 ) -> None:
     # The lane claims its first chunk, then waits to mark the run running (its row is held
     # here); stopped there, the worker gives the chunk back instead of leaving it running.
-    agent_id = await register_agent(client, fake_agent.url)
-    dataset_id = await dataset_of(client, [f"refund {n}" for n in range(40)])
-    run = await start_run(client, dataset_id=dataset_id, agent_id=agent_id, concurrency=40)
+    run = await run_of(client, fake_agent.url, 40, 40)
     holder = await asyncpg.connect(database_url)
     try:
         async with holder.transaction():
@@ -174,6 +182,4 @@ async def test_a_worker_stopped_before_its_lane_starts_hands_the_chunk_back_at_o
     workers.start(extra_env={"AGENTLASSO_METRICS_PORT": str(port)})
     final = await wait_final(client, run["run_id"], wait_s=60)
     assert final["status"] == "completed" and final["counts"]["done"] == 40
-    async with httpx.AsyncClient() as probe:
-        scrape = (await probe.get(f"http://127.0.0.1:{port}/metrics")).text
-    assert 'agentlasso_chunks_reissued_total{reason="stale_worker"} 0.0' in scrape
+    assert (await reissued(port))["stale_worker"] == 0
