@@ -5,6 +5,7 @@ Jobs only carry ids: what to do, and whether it was done, lives in PostgreSQL (r
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import Any, cast
@@ -15,6 +16,7 @@ from arq.constants import in_progress_key_prefix, job_key_prefix
 from arq.jobs import serialize_job
 from arq.utils import timestamp_ms
 from arq.worker import Worker, get_kwargs
+from redis.exceptions import RedisError
 
 from app.domain.runs import ChunkRef
 
@@ -98,6 +100,8 @@ _DEPTH_LOOK_AT = 10_000
 # A job waiting this long is taken by a worker even without room: a full pool still starts
 # small runs' lanes and judge work within a few seconds, and shares its slots with them.
 _TAKE_ANYWAY_AFTER_MS = 1_000
+# A worker whose poll finds Redis away waits this long before it polls again.
+_REDIS_AWAY_S = 0.5
 
 
 async def depth(redis: QueueConnection, queue_name: str) -> tuple[int, float]:
@@ -132,6 +136,16 @@ class _RoomAwareWorker(Worker):
     one also skips, in one round trip, the jobs already running elsewhere (arq keeps them in
     the queue until they end, and would otherwise check each in a transaction of its own).
     """
+
+    async def _poll_iteration(self) -> None:
+        # arq lets a Redis error out of its poll, which ends the worker: a Redis restart would
+        # take every worker down with it. The poll is tried again instead; what Redis lost is
+        # re-issued from PostgreSQL by the reaper once it is back.
+        try:
+            await super()._poll_iteration()
+        except (RedisError, OSError):
+            log.warning("the job queue did not answer; polling again in %.1f s", _REDIS_AWAY_S)
+            await asyncio.sleep(_REDIS_AWAY_S)
 
     async def start_jobs(self, job_ids: list[bytes]) -> None:
         running = await _running(self.pool, job_ids)

@@ -138,6 +138,8 @@ async def test_a_redis_restart_mid_run_strands_nothing(
             await wait_done(client, run["run_id"], 100)
             redis_server.kill()  # everything queued in Redis is gone
             redis_server.wait()
+            # Away for a second: the workers' polls find no Redis, and must outlive that.
+            await asyncio.sleep(1)
             with private_redis(port):
                 final = await wait_final(client, run["run_id"], wait_s=120)
                 stored = await all_results(client, run["run_id"])
