@@ -14,14 +14,18 @@ import asyncpg
 import httpx
 import msgspec
 import pytest
+from redis.asyncio import Redis
 
 from app.api.app import create_app
 from app.config import Settings
+from app.coordination.rate_limits import TokenBucket, take_together
 from app.services.api_keys import create_key
+from tests.e2e.test_server_recovery import private_redis
 from tests.support.api import create_dataset, register_agent
 from tests.support.assertions import assert_problem
-from tests.support.databases import new_project_key
+from tests.support.databases import ServerUrls, new_project_key
 from tests.support.fake_agent import running_fake_agent
+from tests.support.processes import free_port
 from tests.support.servers import serving
 from tests.support.web import browser, csrf_token, hidden_field, project_of, shown_text, sign_in
 
@@ -224,3 +228,47 @@ async def test_new_keys_are_bounded_in_number_and_in_rate(served: Served, api_ke
     assert over_rate.status_code == 429
     assert "may create 3 API keys an hour" in shown_text(over_rate.text)
     assert said_retry(over_rate.text) == int(over_rate.headers["retry-after"])
+
+
+async def test_buckets_taken_together_give_all_or_nothing(server_urls: ServerUrls) -> None:
+    """A page's session bucket is not spent when its project's is empty (and the reverse)."""
+    redis = Redis.from_url(server_urls.redis_url)
+    prefix = f"agentlasso:test:{secrets.token_hex(6)}"
+    roomy = TokenBucket(redis, f"{prefix}:roomy", per_s=0.001, capacity=5)
+    empty = TokenBucket(redis, f"{prefix}:empty", per_s=0.001, capacity=1)
+    try:
+        assert await empty.take("p") == 0
+        refused = await take_together([(roomy, "s"), (empty, "p")])
+        # Asking more than a bucket holds waits for a full bucket, not for ever.
+        heavy = await take_together([(roomy, "heavy")], tokens=50)
+        left = [await roomy.take("s") for _ in range(6)]
+    finally:
+        await redis.aclose()
+    assert 990 <= refused <= 1000
+    assert heavy == 0, "a full bucket lets the heaviest action through, emptying it"
+    assert left == [0, 0, 0, 0, 0, pytest.approx(1000, abs=10)], "the refusal took none"
+
+
+async def test_with_redis_away_the_limits_are_not_applied_rather_than_refusing_everyone(
+    settings: Settings, api_key: str
+) -> None:
+    port = free_port()
+    tight = msgspec.structs.replace(
+        settings, redis_url=f"redis://127.0.0.1:{port}/0", rate_limit_burst=1,
+        rate_limit_per_s=0.01, web_rate_limit_burst=1, web_rate_limit_per_s=0.01,
+    )  # fmt: skip
+    with private_redis(port) as redis_server:
+        async with (
+            serving(create_app(tight)) as url,
+            api_client(url, api_key) as api,
+            browser(url) as web,
+        ):
+            await sign_in(web, api_key)
+            redis_server.kill()
+            redis_server.wait()
+            away = [(await api.get("/api/v1/datasets")).status_code for _ in range(3)]
+            away += [(await web.get("/datasets")).status_code for _ in range(3)]
+            with private_redis(port):
+                back = [(await api.get("/api/v1/datasets")).status_code for _ in range(2)]
+    assert away == [200] * 6
+    assert back == [200, 429], "the limits apply again once Redis is back"
