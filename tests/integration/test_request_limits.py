@@ -137,10 +137,10 @@ async def test_a_session_past_its_page_rate_is_told_when_to_try_again(
     assert pages == [200, 200, 200]
     assert refused.status_code == 429 and said_retry(refused.text) >= 1
     assert refused.headers["retry-after"] == str(said_retry(refused.text))
-    # htmx gets a notice put at the top of the page; the field and what was typed stay.
+    # htmx gets a notice in the page's place for notices; the field and what was typed stay.
     assert live_check.status_code == 429 and "retry-after" in live_check.headers
-    assert live_check.headers["hx-retarget"] == "#main"
-    assert live_check.headers["hx-reswap"] == "afterbegin"
+    assert live_check.headers["hx-retarget"] == "#notices"
+    assert live_check.headers["hx-reswap"] == "innerHTML"
     assert live_check.headers["hx-reselect"] == ".rate-limited"
     assert 'class="rate-limited' in live_check.text and said_retry(live_check.text) >= 1
     assert "<form" not in live_check.text
