@@ -38,9 +38,25 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # all and for one project: past these a new one is a 503 with Retry-After.
     max_waiters: int = 5_000
     max_waiters_per_project: int = 1_000
-    # Requests a second each API key may make (sustained), and how many it may save up.
+    # Requests a second each project may make (sustained), and how many it may save up: all its
+    # API keys and web sessions share them, so a new key or session buys no more.
     rate_limit_per_s: float = 100.0
     rate_limit_burst: int = 1_000
+    # Page requests a second each web session may make, and how many it may save up (within its
+    # project's): one browser tab cannot spend its project's whole rate.
+    web_rate_limit_per_s: float = 20.0
+    web_rate_limit_burst: int = 200
+    # What one project's previews and tests may ask for a minute, in calls: Preview, Grade this
+    # reply, Send test message, an agent's invoke and Test key count 1 each, plus 1 per AI judge
+    # check they may ask the model about.
+    quota_preview_calls_per_min: int = 120
+    # What the server's Anthropic key may spend a day (UTC) on one project that has no key of
+    # its own (judge calls, previews, generations); past it, its judge checks are not graded.
+    server_judge_budget_usd_per_day: float = 10.0
+    # Active API keys one project may hold, and keys it may create an hour (from the web app;
+    # `agentlasso keys create` is the operator's and bound by neither).
+    quota_api_keys: int = 100
+    quota_keys_created_per_hour: int = 20
     # Per-project quotas: server-mode runs going on at once, a run's concurrency, agent calls a
     # minute to one host (across every worker), and test cases in one dataset.
     quota_active_runs: int = 50
@@ -124,6 +140,12 @@ ENVIRONMENT_VARIABLES = {
     "grading_budget_s": "AGENTLASSO_GRADING_BUDGET_S",
     "rate_limit_per_s": "AGENTLASSO_RATE_LIMIT_PER_S",
     "rate_limit_burst": "AGENTLASSO_RATE_LIMIT_BURST",
+    "web_rate_limit_per_s": "AGENTLASSO_WEB_RATE_LIMIT_PER_S",
+    "web_rate_limit_burst": "AGENTLASSO_WEB_RATE_LIMIT_BURST",
+    "quota_preview_calls_per_min": "AGENTLASSO_QUOTA_PREVIEW_CALLS_PER_MIN",
+    "server_judge_budget_usd_per_day": "AGENTLASSO_SERVER_JUDGE_BUDGET_USD_PER_DAY",
+    "quota_api_keys": "AGENTLASSO_QUOTA_API_KEYS",
+    "quota_keys_created_per_hour": "AGENTLASSO_QUOTA_KEYS_CREATED_PER_HOUR",
     "quota_active_runs": "AGENTLASSO_QUOTA_ACTIVE_RUNS",
     "quota_run_concurrency": "AGENTLASSO_QUOTA_RUN_CONCURRENCY",
     "quota_agent_host_calls_per_min": "AGENTLASSO_QUOTA_AGENT_HOST_CALLS_PER_MIN",
@@ -170,6 +192,8 @@ MUST_BE_POSITIVE = frozenset({
     "quota_agent_host_calls_per_min", "quota_dataset_cases", "quota_generations_per_min",
     "project_share", "max_waiters", "max_waiters_per_project", "judge_concurrency",
     "generation_concurrency", "slot_lease_s", "agent_max_attempts", "judge_max_attempts",
+    "web_rate_limit_per_s", "web_rate_limit_burst", "quota_preview_calls_per_min",
+    "server_judge_budget_usd_per_day", "quota_api_keys", "quota_keys_created_per_hour",
 })  # fmt: skip
 
 

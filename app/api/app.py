@@ -39,12 +39,14 @@ from app.api.traces import TraceController, TraceSettingsController, otlp_router
 from app.config import Settings, load_settings
 from app.coordination.rate_limits import TokenBucket
 from app.coordination.run_watch import RunWatcher
+from app.coordination.server_spend import ServerKeySpend
 from app.db.pool import create_pool
 from app.observability.loop_lag import watch_loop_lag
 from app.off_loop import leave_startup_out_of_collections
 from app.secrets_box import require_secret_key
 from app.services.platform import Platform
 from app.services.preview_judge import PreviewJudge
+from app.services.request_limits import RequestLimits
 from app.web.routes import http_error_anywhere, web_routers
 
 
@@ -95,12 +97,8 @@ async def open_platform(settings: Settings) -> Platform:
         watcher=watcher,
         secret_key=secret_key,
         agent_client=agent_client,
-        request_limiter=TokenBucket(
-            redis,
-            f"{settings.queue_name}:rate",
-            settings.rate_limit_per_s,
-            settings.rate_limit_burst,
-        ),
+        limits=RequestLimits(redis, settings),
+        server_spend=ServerKeySpend.of(redis, settings),
         generation_limiter=TokenBucket(
             redis,
             f"{settings.queue_name}:generations",

@@ -48,7 +48,7 @@ MEANINGS = {
     413: "The body is over this endpoint's limit.",
     415: "The body is not in a media type this endpoint reads.",
     422: "The request is not valid: `errors` names each bad field or parameter.",
-    429: "Over the key's request rate or a project quota; see Retry-After.",
+    429: "Over the project's request rate or one of its quotas; see Retry-After.",
     503: "The server is busy (no database connection, or too many waiting requests); see "
     "Retry-After.",
 }

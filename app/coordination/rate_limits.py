@@ -9,27 +9,41 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
 from redis.asyncio import Redis
 
-# Refill by elapsed time, then take `n` tokens, or say how long until they are there.
+# Refill each bucket by elapsed time, then take `wanted` tokens from every one of them, or from
+# none and say how long until all of them hold enough. A bucket is never asked for more than
+# it can hold (a heavy action waits for a full bucket rather than for ever).
 _TAKE = """
-local capacity = tonumber(ARGV[1])
-local per_ms = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
-local wanted = tonumber(ARGV[4])
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens = tonumber(state[1]) or capacity
-local at = tonumber(state[2]) or now
-tokens = math.min(capacity, tokens + (now - at) * per_ms)
+local now = tonumber(ARGV[1])
+local wanted = tonumber(ARGV[2])
 local wait = 0
-if tokens >= wanted then
-    tokens = tokens - wanted
-else
-    wait = math.ceil((wanted - tokens) / per_ms)
+local levels = {}
+for i, key in ipairs(KEYS) do
+    local capacity = tonumber(ARGV[1 + 2 * i])
+    local per_ms = tonumber(ARGV[2 + 2 * i])
+    local state = redis.call('HMGET', key, 'tokens', 'at')
+    local tokens = tonumber(state[1]) or capacity
+    local at = tonumber(state[2]) or now
+    tokens = math.min(capacity, tokens + math.max(0, now - at) * per_ms)
+    levels[i] = tokens
+    local need = math.min(wanted, capacity)
+    if tokens < need then
+        wait = math.max(wait, math.ceil((need - tokens) / per_ms))
+    end
 end
-redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', now)
-redis.call('PEXPIRE', KEYS[1], math.max(60000, math.ceil(capacity / per_ms)))
+for i, key in ipairs(KEYS) do
+    local capacity = tonumber(ARGV[1 + 2 * i])
+    local per_ms = tonumber(ARGV[2 + 2 * i])
+    local tokens = levels[i]
+    if wait == 0 then
+        tokens = tokens - math.min(wanted, capacity)
+    end
+    redis.call('HSET', key, 'tokens', tokens, 'at', now)
+    redis.call('PEXPIRE', key, math.max(60000, math.ceil(capacity / per_ms)))
+end
 return wait
 """
 
@@ -46,10 +60,7 @@ class TokenBucket:
 
     async def take(self, key: str, tokens: int = 1) -> float:
         """Take the tokens now and return 0, or take none and return the seconds to wait."""
-        now_ms = int(time.time() * 1000)
-        args = [self.capacity, self.per_ms, now_ms, tokens]
-        wait_ms = int(await self._take(keys=[f"{self.prefix}:{key}"], args=args))
-        return wait_ms / 1000
+        return await take_together([(self, key)], tokens)
 
     async def turn(self, key: str, tokens: int = 1) -> None:
         """Return once the tokens are taken, waiting for them as long as it takes."""
@@ -59,6 +70,18 @@ class TokenBucket:
                 return
             # The bucket says exactly when the tokens will be there: no event to wait for.
             await asyncio.sleep(wait_s)
+
+
+async def take_together(buckets: Sequence[tuple[TokenBucket, str]], tokens: int = 1) -> float:
+    """Take the tokens from every (bucket, key) at once and return 0, or from none of them and
+    return the seconds until all of them hold enough."""
+    now_ms = int(time.time() * 1000)
+    args: list[float] = [now_ms, tokens]
+    for bucket, _ in buckets:
+        args += [bucket.capacity, bucket.per_ms]
+    keys = [f"{bucket.prefix}:{key}" for bucket, key in buckets]
+    wait_ms = int(await buckets[0][0]._take(keys=keys, args=args))
+    return wait_ms / 1000
 
 
 class RatePacer:

@@ -30,6 +30,9 @@ WHERE project_id = $1 AND id = $2 AND revoked_at IS NULL
 RETURNING id
 """
 
+_LOCK_PROJECT = "SELECT 1 FROM projects WHERE id = $1 FOR UPDATE"
+_COUNT_ACTIVE = "SELECT count(*) FROM api_keys WHERE project_id = $1 AND revoked_at IS NULL"
+
 _TOUCH = "UPDATE api_keys SET last_used_at = now() WHERE key_hash = $1"
 
 
@@ -69,3 +72,10 @@ async def revoke_project_key(executor: Executor, project_id: UUID, key_id: UUID)
 async def touch_key(executor: Executor, key_hash: bytes) -> None:
     """Note that a key was just used."""
     await executor.execute(_TOUCH, key_hash)
+
+
+async def lock_and_count_active(connection: Connection, project_id: UUID) -> int:
+    """The project's active keys, its row locked until the transaction ends."""
+    await connection.execute(_LOCK_PROJECT, project_id)
+    count: int = await connection.fetchval(_COUNT_ACTIVE, project_id)
+    return count

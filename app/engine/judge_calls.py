@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 import msgspec
@@ -21,7 +21,10 @@ from app.domain.test_cases import TestCaseContent
 from app.engine.judge_inputs import shown_to_judge, with_cut_note
 from app.engine.judging import NO_JUDGE
 from app.grading.judge_checks import JudgeRequest, reaches
-from app.judge import JudgeAnswer, JudgeClient, JudgeQuestion, cache_key
+from app.judge import JudgeAnswer, JudgeClient, JudgeQuestion, cache_key, cost_usd
+
+if TYPE_CHECKING:
+    from app.coordination.server_spend import ServerKeySpend
 
 
 class RunJudging(msgspec.Struct, kw_only=True):
@@ -32,6 +35,9 @@ class RunJudging(msgspec.Struct, kw_only=True):
     client: JudgeClient | None
     use_cache: bool
     stopped: str | None
+    # The client is the server's key (the project has none of its own): its spend is counted
+    # against the server's daily budget for the project.
+    server_key: bool = False
 
 
 class VerdictCache(Protocol):
@@ -50,10 +56,17 @@ JudgeSlot = Callable[[UUID], AbstractAsyncContextManager[None]]
 class Judge:
     """Asks the judge for one check's verdict, through the cache and the shared limit."""
 
-    def __init__(self, settings: Settings, cache: VerdictCache, slot: JudgeSlot) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        cache: VerdictCache,
+        slot: JudgeSlot,
+        server_spend: ServerKeySpend | None = None,
+    ) -> None:
         self.settings = settings
         self.cache = cache
         self.slot = slot
+        self.server_spend = server_spend
 
     async def verdict(
         self,
@@ -80,7 +93,7 @@ class Judge:
             if cached is not None:
                 record = _record(request.check_id, cached.model, cached.verdict, cached=True)
                 return cached.verdict, record
-        answers = await self._answers(client, question, request, content, run.project_id)
+        answers = await self._answers(client, question, request, content, run)
         verdict, record = _combine(request.check_id, answers, content.min_confidence)
         verdict = with_cut_note(verdict, cut)
         if verdict.not_graded_reason is None:
@@ -90,30 +103,48 @@ class Judge:
             record, reasoning=verdict.reasoning, refused=refused, truncated=tuple(cut)
         )
 
+    async def _server_budget_spent(self, run: RunJudging) -> str | None:
+        """Why the server's key may not judge for the project today; None when it may (or the
+        project pays with its own key)."""
+        if not run.server_key or self.server_spend is None:
+            return None
+        return await self.server_spend.spent_reason(run.project_id)
+
+    async def _count_server_spend(
+        self, run: RunJudging, asked_model: str, answer: JudgeAnswer
+    ) -> None:
+        if run.server_key and self.server_spend is not None:
+            cost = priced_usd(answer.usage, answer.model, asked_model, self.settings.judge_prices)
+            await self.server_spend.add(run.project_id, cost)
+
     async def _answers(
         self,
         client: JudgeClient,
         question: JudgeQuestion,
         request: JudgeRequest,
         content: TestCaseContent,
-        project_id: UUID,
+        run: RunJudging,
     ) -> list[JudgeAnswer]:
         """One answer, or up to `judge_repeats` when a SCORE lands near its floor."""
-        answers = [await self._ask(client, question, project_id)]
+        answers = [await self._ask(client, question, run)]
         first = answers[0].verdict
         if not self._near_floor(request, first, content.min_confidence):
             return answers
         repeats = self.settings.judge_repeats - 1
-        answers += await asyncio.gather(
-            *(self._ask(client, question, project_id) for _ in range(repeats))
-        )
+        answers += await asyncio.gather(*(self._ask(client, question, run) for _ in range(repeats)))
         return answers
 
     async def _ask(
-        self, client: JudgeClient, question: JudgeQuestion, project_id: UUID
+        self, client: JudgeClient, question: JudgeQuestion, run: RunJudging
     ) -> JudgeAnswer:
-        async with self.slot(project_id):
-            return await client.judge(question)
+        async with self.slot(run.project_id):
+            # Looked at while holding the slot: the calls before have counted what they cost.
+            spent = await self._server_budget_spent(run)
+            if spent is not None:
+                return JudgeAnswer(JudgeVerdict.unavailable(spent), client.model, Usage(), 0, 0)
+            answer = await client.judge(question)
+            await self._count_server_spend(run, client.model, answer)
+            return answer
 
     def _near_floor(self, request: JudgeRequest, verdict: JudgeVerdict, floor: int) -> bool:
         if request.evaluation_type != "SCORE" or request.kind != "expectation":
@@ -160,6 +191,17 @@ def _record(check_id: str, model: str, verdict: JudgeVerdict, cached: bool = Fal
         not_graded_reason=verdict.not_graded_reason,
         cached=cached,
     )
+
+
+def priced_usd(
+    usage: Usage, model: str, asked_model: str, prices: Mapping[str, tuple[float, float]]
+) -> float:
+    """What a call cost: at the answering model's price, else the asked model's (an answer may
+    name a model the server has no price for)."""
+    try:
+        return cost_usd(usage, model, prices)
+    except KeyError:
+        return cost_usd(usage, asked_model, prices)
 
 
 def _sum_usage(usages: Sequence[Usage]) -> Usage:

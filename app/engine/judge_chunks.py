@@ -71,8 +71,9 @@ async def _judge_results(
     if judge is None or client is None:
         stopped = NO_JUDGE
     judging = RunJudging(
-        project_id=run.project_id, client=client, use_cache=run.judge_use_cache, stopped=stopped
-    )
+        project_id=run.project_id, client=client, use_cache=run.judge_use_cache, stopped=stopped,
+        server_key=await state.judge_clients.uses_server_key(run.project_id),
+    )  # fmt: skip
     # The first case alone: if the judge's key is refused, the rest are not sent at all.
     budget_s = state.settings.grading_budget_s
     judged = [await _judge_one(judge, case, context, judging, budget_s) for case in waiting[:1]]

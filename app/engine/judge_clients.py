@@ -62,6 +62,10 @@ class JudgeClients:
         key = self._open(project_id, judge) or self.settings.anthropic_api_key
         return None if key is None else judge_settings(self.settings, key, model)
 
+    async def uses_server_key(self, project_id: UUID) -> bool:
+        """Whether the project's model calls are on the server's key (it has none of its own)."""
+        return self._open(project_id, await self._project(project_id)) is None
+
     async def aclose(self) -> None:
         """Close every client's connections."""
         for client in self._clients.values():

@@ -15,6 +15,7 @@ from redis.asyncio import Redis
 from app.config import Settings
 from app.coordination.agent_limits import AgentLimiter
 from app.coordination.rate_limits import RatePacer
+from app.coordination.server_spend import ServerKeySpend
 from app.db.pool import Executor
 from app.engine.judge_calls import Judge
 from app.engine.judge_chunks import PgJudgeCache
@@ -49,4 +50,4 @@ def build_judge(
                 await pacer.turn()
             yield
 
-    return Judge(settings, PgJudgeCache(executor), slot)
+    return Judge(settings, PgJudgeCache(executor), slot, ServerKeySpend.of(redis, settings))

@@ -136,6 +136,7 @@ async def invoke_agent(
 ) -> AgentCallResult:
     """Call the agent once, outside any run; its failure is in the result, not raised."""
     agent = await get_agent(platform, project_id, agent_id)
+    await platform.limits.take_preview_calls(project_id, 1, "this test message")
     return await call_agent_once(platform, agent, agent_input, context, source=SANDBOX_SOURCE)
 
 

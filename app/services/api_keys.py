@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import secrets
 import time
 from uuid import UUID
 
-from redis.exceptions import RedisError
-
 from app.db import api_keys, projects
 from app.db.pool import Connection, Executor, connect
 from app.domain.web import ApiKeyInfo
-from app.errors import Conflict, NotAuthenticated, NotFound, TooManyRequests
+from app.errors import Conflict, NotAuthenticated, NotFound
 from app.services.platform import Platform
 
 log = logging.getLogger("agentlasso.api_keys")
@@ -75,22 +72,12 @@ async def live_key(executor: Executor, key: str) -> tuple[UUID, UUID] | None:
 
 
 async def admit(platform: Platform, key: str | None) -> UUID:
-    """The project of a valid key that is within its request rate; TooManyRequests otherwise."""
+    """The project of a valid key that is within its project's request rate; TooManyRequests
+    otherwise (every key of a project draws on the one bucket)."""
     project_id = await authenticate(platform.pool, key)
     assert key is not None
     await _note_use(platform, hash_key(key))
-    try:
-        wait_s = await platform.request_limiter.take(hash_key(key).hex()[:32])
-    except (RedisError, OSError):
-        # Redis away: requests go on unlimited rather than all refused.
-        log.warning("rate limits are not applied: Redis did not answer", exc_info=True)
-        return project_id
-    if wait_s > 0:
-        per_s = platform.settings.rate_limit_per_s
-        raise TooManyRequests(
-            f"This API key made more than {per_s:g} requests a second; slow down.",
-            retry_after_s=max(1, math.ceil(wait_s)),
-        )
+    await platform.limits.admit_request(project_id)
     return project_id
 
 
@@ -126,8 +113,18 @@ async def list_project_keys(platform: Platform, project_id: UUID) -> list[ApiKey
 
 
 async def create_project_key(platform: Platform, project_id: UUID) -> str:
-    """A new key for the project, returned once."""
-    async with platform.pool.acquire() as connection:
+    """A new key for the project, returned once; TooManyRequests past the keys it may create an
+    hour, Conflict when it holds as many active keys as it may."""
+    await platform.limits.take_key_creation(project_id)
+    cap = platform.settings.quota_api_keys
+    async with platform.pool.acquire() as connection, connection.transaction():
+        # Locks the project's row: two requests at once cannot both take the last place.
+        active = await api_keys.lock_and_count_active(connection, project_id)
+        if active >= cap:
+            raise Conflict(
+                f"Your project has {active} active API keys, the most it may hold "
+                f"(AGENTLASSO_QUOTA_API_KEYS is {cap}): revoke one before creating another."
+            )
         return await create_key(connection, project_id)
 
 

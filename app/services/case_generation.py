@@ -117,10 +117,11 @@ async def _open(
     # Loaded on first use: the model SDK costs an API process some 77 MB.
     from app.services.case_writing import open_generation, writer_for
 
-    writer = await writer_for(platform, project_id)
+    writer, server_key = await writer_for(platform, project_id)
     try:
         await _take_turn(platform, project_id)
-        return await open_generation(platform, writer, dataset, profile, instruction)
+        billed_to = project_id if server_key else None
+        return await open_generation(platform, writer, dataset, profile, instruction, billed_to)
     except BaseException:
         await writer.aclose()
         raise

@@ -14,12 +14,14 @@ from uuid import UUID
 
 import msgspec
 
+from app.coordination.server_spend import seconds_to_next_day
 from app.db import case_drafts as draft_rows
 from app.domain.case_drafts import AgentProfile, Candidate, Discarded, GenerationRecord, Slot
 from app.domain.datasets import Dataset
 from app.domain.judging import Usage
+from app.engine.judge_calls import priced_usd
 from app.engine.judge_clients import JudgeClients
-from app.errors import Conflict, Unavailable
+from app.errors import Conflict, TooManyRequests, Unavailable
 from app.judge.candidates import balanced_slots
 from app.judge.case_prompts import GENERATION_PROMPT_VERSION, GenerationInput
 from app.judge.case_writer import Asked, CaseWriter
@@ -42,9 +44,10 @@ COMPARED_CASES = 2_000
 
 async def open_generation(
     platform: Platform, writer: CaseWriter, dataset: Dataset, profile: AgentProfile,
-    instruction: str | None,
+    instruction: str | None, billed_to: UUID | None = None,
 ) -> GenerationRun:  # fmt: skip
-    """A generation for the dataset, written by `writer` (writer_for)."""
+    """A generation for the dataset, written by `writer` (writer_for); `billed_to`: the project
+    whose daily budget on the server's key pays for its calls (None: its own key does)."""
     inputs = await draft_rows.seen_inputs(platform.pool, dataset.id, COMPARED_CASES)
     seen = [input_text(value) for value in inputs]
     source = GenerationInput(
@@ -55,25 +58,34 @@ async def open_generation(
     )
     # Off the event loop: a few thousand long inputs take a second or two to index.
     seen_inputs = await asyncio.to_thread(SeenInputs, seen)
-    return GenerationRun(platform, writer, source, seen_inputs)
+    return GenerationRun(platform, writer, source, seen_inputs, billed_to)
 
 
-async def writer_for(platform: Platform, project_id: UUID) -> CaseWriter:
-    """The writer, with the project's key and model (else the server's); Conflict if none."""
+async def writer_for(platform: Platform, project_id: UUID) -> tuple[CaseWriter, bool]:
+    """The writer, with the project's key and model (else the server's: then True, and
+    TooManyRequests when the server's budget for the project today is spent); Conflict if
+    neither has a key."""
     clients = JudgeClients(platform.settings, platform.pool, platform.secret_key)
     chosen = await clients.settings_for(project_id)
     if chosen is None:
         raise Conflict(NO_MODEL_KEY)
+    server_key = await clients.uses_server_key(project_id)
+    if server_key:
+        reason = await platform.server_spend.spent_reason(project_id)
+        if reason is not None:
+            retry_after_s = seconds_to_next_day(time.time())
+            raise TooManyRequests(f"No case can be generated: {reason}.", retry_after_s)
     max_tokens = platform.settings.generation_max_tokens
-    return CaseWriter(msgspec.structs.replace(chosen, max_tokens=max_tokens))
+    return CaseWriter(msgspec.structs.replace(chosen, max_tokens=max_tokens)), server_key
 
 
 class GenerationRun:
     """One generation's model calls: the plan, the slots, what they cost, what was dropped."""
 
     def __init__(
-        self, platform: Platform, writer: CaseWriter, source: GenerationInput, seen: SeenInputs
-    ) -> None:
+        self, platform: Platform, writer: CaseWriter, source: GenerationInput, seen: SeenInputs,
+        billed_to: UUID | None = None,
+    ) -> None:  # fmt: skip
         self._writer = writer
         self._source = source
         self._seen = seen
@@ -84,6 +96,8 @@ class GenerationRun:
         self._filled: dict[int, Candidate] = {}
         self._failure: str | None = None
         self._auth_failed = False
+        self._spend = platform.server_spend
+        self._billed_to = billed_to
         self.model = writer.model
         self.usage = Usage()
         self.calls = 0
@@ -145,7 +159,7 @@ class GenerationRun:
 
     async def _plan(self, count: int) -> list[Slot]:
         asked = await self._writer.plan(self._source, count)
-        self._count(asked)
+        await self._count(asked)
         if isinstance(asked.answer, Failure):
             self._failed(asked.answer)
             raise self._error(asked.answer.reason)
@@ -165,10 +179,10 @@ class GenerationRun:
     async def _write(self, index: int) -> None:
         slot = self._slots[index]
         async with self._limit:
-            if self._auth_failed:
+            if self._auth_failed or await self._budget_spent():
                 return
             asked = await self._writer.write(self._source, slot)
-        self._count(asked)
+        await self._count(asked)
         answer = asked.answer
         if isinstance(answer, Failure):
             self._failed(answer)
@@ -192,10 +206,23 @@ class GenerationRun:
             return f"it nearly repeats an existing case: {repeated[:120]!r}"
         return None
 
-    def _count(self, asked: Asked[Any]) -> None:
+    async def _count(self, asked: Asked[Any]) -> None:
         self.usage = self.usage.plus(asked.usage)
         self.calls += asked.calls
         self.model = asked.model
+        if self._billed_to is not None:
+            cost = priced_usd(asked.usage, asked.model, self._writer.model, self._prices)
+            await self._spend.add(self._billed_to, cost)
+
+    async def _budget_spent(self) -> bool:
+        """Whether the server's budget for the project ran out during the generation (it then
+        stops, saying so)."""
+        if self._billed_to is None:
+            return False
+        reason = await self._spend.spent_reason(self._billed_to)
+        if reason is not None:
+            self._failure = self._failure or reason
+        return reason is not None
 
     def _failed(self, failure: Failure) -> None:
         self._failure = failure.reason

@@ -106,11 +106,17 @@ async def try_judge_key(platform: Platform, project_id: UUID) -> KeyTest:
         return KeyTest(ok=False, model=view.effective_model, detail=NO_KEY)
     from app.engine.judge_clients import JudgeClients  # loads the model SDK: only when asked
 
+    await platform.limits.take_preview_calls(project_id, 1, "this key test")
     clients = JudgeClients(platform.settings, platform.pool, platform.secret_key)
     try:
         client = await clients.for_project(project_id)
         if client is None:
             return KeyTest(ok=False, model=view.effective_model, detail=NO_KEY)
+        spent = None
+        if await clients.uses_server_key(project_id):
+            spent = await platform.server_spend.spent_reason(project_id)
+        if spent is not None:
+            return KeyTest(ok=False, model=view.effective_model, detail=f"Not tested: {spent}.")
         failure = await client.check_key()
     finally:
         await clients.aclose()

@@ -101,6 +101,7 @@ async def preview_with_agent(
     agent = await default_agent(platform, project_id)
     if agent is None:
         raise Conflict(NO_AGENT)
+    await _count_calls(platform, project_id, content, agent_calls=1)
     started = time.perf_counter()
     call = await call_agent_once(
         platform, agent, content.input, context, source=PREVIEW_SOURCE, test_case_id=test_case_id
@@ -122,8 +123,21 @@ async def preview_pasted(
     tool_calls: Any,
 ) -> JudgedPreview:
     """Grade a reply and tool calls typed in, as a run would (the AI judge included)."""
+    await _count_calls(platform, project_id, content, agent_calls=0)
     observation = observation_from_wire(reply, tool_calls)
     return await _judged(platform, project_id, content, observation, context, None)
+
+
+async def _count_calls(
+    platform: Platform, project_id: UUID, content: TestCaseContent, agent_calls: int
+) -> None:
+    """Count the preview against its project's previews a minute: one, plus each judge check it
+    may ask the model about; TooManyRequests past them."""
+    judged = judge_requests(prepare_content(content))
+    if judged and not await judge_settings.judge_configured(platform, project_id):
+        judged = ()
+    calls = max(1, agent_calls + len(judged))
+    await platform.limits.take_preview_calls(project_id, calls, "this preview")
 
 
 async def _judged(

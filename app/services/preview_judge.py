@@ -57,6 +57,7 @@ class PreviewJudge:
             client=await clients.for_project(project_id),
             use_cache=True,
             stopped=None,
+            server_key=await clients.uses_server_key(project_id),
         )
         answered = await asyncio.gather(
             *(judge.verdict(request, content, observation, context, run) for request in requests)

@@ -17,7 +17,7 @@ from app.api.pagination import parse_id
 from app.domain.datasets import Dataset
 from app.domain.test_cases import TestCase, TestCaseContent
 from app.domain.web import Revision
-from app.errors import Conflict, InvalidInput, StaleRevision
+from app.errors import Conflict, InvalidInput, StaleRevision, TooManyRequests
 from app.grading.patterns import regex_compile_error
 from app.services import preview as preview_service
 from app.services import runs as run_service
@@ -29,6 +29,7 @@ from app.web.case_form import PRODUCT_NAMES, CaseForm
 from app.web.forms import text
 from app.web.objects import case_and_dataset_named, case_named, dataset_named
 from app.web.once import new_form_id, once
+from app.web.page_limits import with_retry_after
 from app.web.rendering import page, redirect
 from app.web.server_timing import spent
 from app.web.sessions import session_of
@@ -192,9 +193,11 @@ async def _preview(
             outcome = await preview_service.preview_with_agent(
                 platform, project_id, content, dataset.data_context, case.id if case else None
             )
-    except (InvalidInput, Conflict) as exc:
+    except (InvalidInput, Conflict, TooManyRequests) as exc:
         errors, status = _refusal(exc)
         refused = _editor(request, dataset, case, form, posted, errors=errors, status_code=status)
+        if isinstance(exc, TooManyRequests):
+            with_retry_after(refused, exc)
         return _whole_editor_instead(request, refused)
     spent(request, "agent", outcome.agent_s)
     spent(request, "judge", outcome.judge_s)
@@ -220,12 +223,12 @@ def _whole_editor_instead(
     return response
 
 
-def _refusal(exc: InvalidInput | Conflict) -> tuple[dict[str, str], int]:
+def _refusal(exc: InvalidInput | Conflict | TooManyRequests) -> tuple[dict[str, str], int]:
     """A service's refusal as the editor shows it: errors by field (or for the whole form),
     and the status."""
     if isinstance(exc, InvalidInput):
         return case_form.errors_by_field(exc.errors), 422
-    return {"": exc.detail}, 409
+    return {"": exc.detail}, 429 if isinstance(exc, TooManyRequests) else 409
 
 
 def _pasted(posted: Mapping[str, Any]) -> tuple[str, Any, dict[str, str]]:

@@ -211,7 +211,7 @@ async def _review(
                 platform, project_id, previewed.content, dataset.data_context, None
             )
             preview = (previewed.id, preview_view(outcome))
-        except (Conflict, InvalidInput) as exc:
+        except (Conflict, InvalidInput, TooManyRequests) as exc:
             problem = (previewed.id, exc.detail)
     groups = [
         (category, CATEGORY_LABELS[category], [d for d in pending if d.category == category])

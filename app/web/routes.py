@@ -19,6 +19,7 @@ from app.web.compare_pages import ComparePages
 from app.web.flaky_pages import flaky_cases
 from app.web.generation_pages import GenerationPages
 from app.web.import_pages import ImportPages
+from app.web.page_limits import too_many_requests, within_page_rate
 from app.web.rendering import PAGE_HEADERS, STATIC_DIR, page, redirect
 from app.web.run_live import run_live
 from app.web.run_pages import RunPages
@@ -40,7 +41,7 @@ ERROR_IN_PLACE_OF_PAGE = {"hx-retarget": "#main", "hx-reselect": "#main", "hx-re
 def web_routers(settings: Settings) -> list[Router]:
     """The pages, the sign-in pages and the static files."""
     signed_in = {
-        "guards": [require_session],
+        "guards": [require_session, within_page_rate],
         "before_request": check_csrf,
         "exception_handlers": EXCEPTION_HANDLERS,
         "middleware": [server_timing],
@@ -170,6 +171,7 @@ def http_error_anywhere(request: Request[Any, Any, Any], exc: Exception) -> Resp
 # a page here: without them, the API's handlers would answer a page with problem+json.
 EXCEPTION_HANDLERS = {
     SignInRequired: _sign_in,
+    TooManyRequests: too_many_requests,
     AgentLassoError: _domain_error,
     ValidationException: _http_error,  # the app's own handler of it answers problem+json
     HTTPException: _http_error,

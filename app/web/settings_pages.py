@@ -17,7 +17,7 @@ from app.api.auth import PlatformDep
 from app.api.pagination import parse_id
 from app.api.traces import TraceSettingsUpdate
 from app.domain.agents import Agent
-from app.errors import InvalidInput
+from app.errors import InvalidInput, TooManyRequests
 from app.services import agents as agent_service
 from app.services import api_keys as key_service
 from app.services import judge_settings as judge_service
@@ -27,6 +27,7 @@ from app.services.platform import Platform
 from app.web.agent_reply import observed, what_the_agent_did
 from app.web.forms import by_field, checked, json_field, optional_text, text
 from app.web.once import new_form_id, once
+from app.web.page_limits import with_retry_after
 from app.web.rendering import page, redirect
 from app.web.sessions import session_of
 
@@ -123,7 +124,14 @@ class SettingsPages(Controller):
             return await _settings_page(
                 request, platform, test_errors=errors, message=message, status_code=409
             )
-        call = await agent_service.invoke_agent(platform, project_id, agent.id, message, None)
+        try:
+            call = await agent_service.invoke_agent(platform, project_id, agent.id, message, None)
+        except TooManyRequests as exc:
+            refused = await _settings_page(
+                request, platform, test_errors={"message": exc.detail}, message=message,
+                status_code=429,
+            )  # fmt: skip
+            return with_retry_after(refused, exc)
         return await _settings_page(request, platform, test_call=call, message=message)
 
     @post("/judge", name="save_judge")
@@ -154,7 +162,12 @@ class SettingsPages(Controller):
     ) -> Response[Any]:
         """One minimal call with the key and model the project's runs use."""
         project_id = session_of(request).project_id
-        outcome = await judge_service.try_judge_key(platform, project_id)
+        try:
+            outcome = await judge_service.try_judge_key(platform, project_id)
+        except TooManyRequests as exc:
+            refused = KeyTest(ok=False, model="", detail=exc.detail)
+            answer = await _settings_page(request, platform, key_test=refused, status_code=429)
+            return with_retry_after(answer, exc)
         return await _settings_page(request, platform, key_test=outcome)
 
     @post("/traces", name="save_trace_settings")

@@ -1,0 +1,68 @@
+"""The request rate of signed-in pages, and what a page says past a limit.
+
+Every signed-in page draws on its session's bucket and its project's (the one the project's API
+keys draw on too). What is never limited, so nobody is locked out: static files, /health,
+/ready, /metrics, the sign-in pages and signing out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response
+from litestar.connection import ASGIConnection
+from litestar.handlers import BaseRouteHandler
+
+from app.api.auth import platform_of
+from app.domain.web import WebSession
+from app.errors import TooManyRequests
+from app.web.rendering import page
+from app.web.sessions import SESSION_COOKIE
+
+# Signing out must work however busy the session was.
+NEVER_LIMITED = frozenset({"sign_out"})
+
+
+async def within_page_rate(
+    connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
+) -> None:
+    """Guard, after the session's: the session and its project are within their request rates."""
+    if handler.name in NEVER_LIMITED:
+        return
+    session: WebSession = connection.state.session
+    token = connection.cookies.get(SESSION_COOKIE) or ""
+    await platform_of(connection).limits.admit_page(session.project_id, token)
+
+
+def too_many_requests(request: Request[Any, Any, Any], exc: TooManyRequests) -> Response[Any]:
+    """A 429 with Retry-After: a page saying when to try again, or, for htmx (a live check, a
+    Preview, a filter), a notice in the page's place for notices (base.html), leaving the rest,
+and what was typed, as it was."""
+    headers = {"retry-after": str(exc.retry_after_s)}
+    if request.headers.get("hx-request"):
+        response = page(request, "_rate_limited.html", status_code=429, detail=exc.detail)
+        response.headers.update({
+            **headers, "hx-retarget": "#notices", "hx-reswap": "innerHTML",
+            "hx-reselect": ".rate-limited",
+        })  # fmt: skip
+        return response
+    again = request.method == "GET"
+    response = page(
+        request,
+        "error.html",
+        status_code=429,
+        title=exc.title,
+        detail=exc.detail,
+        back=str(request.url.path) + (f"?{request.url.query}" if request.url.query else "")
+        if again
+        else "/datasets",
+        back_label="Try again" if again else "Back to your datasets",
+    )
+    response.headers.update(headers)
+    return response
+
+
+def with_retry_after(response: Response[Any], exc: TooManyRequests) -> Response[Any]:
+    """The response (a form shown again, saying why), with when to try again."""
+    response.headers["retry-after"] = str(exc.retry_after_s)
+    return response
