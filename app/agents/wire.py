@@ -174,6 +174,10 @@ class AgentConnection(asyncio.Protocol):
 
     # httptools' parser callbacks
 
+    def on_message_begin(self) -> None:
+        if self._answer_settled():
+            self._keep_alive = False  # bytes past the answer: the stream is out of step
+
     def on_header(self, name: bytes, value: bytes) -> None:
         if len(self._headers) >= self._limits.max_headers:
             raise HeadersTooLarge("fields", self._limits.max_headers)  # stops the parser

@@ -37,7 +37,7 @@ REPLY = b'{"output": "Refunded.", "tool_calls": []}'
 BODY = {"input": "refund order 1234", "source": "agentlasso-test", "trial": 1, "context": {}}
 FLOOD_BYTES = 32 * 1024 * 1024
 OVER_BYTES = "the agent's answer headers are over the 64 KiB limit"
-OVER_FIELDS = "the agent's answer has more than 100 header fields, the most read"
+OVER_FIELDS = "the agent's answer has more than the 100 header fields the platform reads"
 Send = Callable[["Sender"], Awaitable[None]]
 
 pytestmark = pytest.mark.usefixtures("loopback_only")
@@ -276,7 +276,9 @@ async def test_limits_are_the_clients_settings(start_agent: StartAgent) -> None:
 
     result, _ = await call_measured(agent.url, max_headers=10)
 
-    assert result.error == "the agent's answer has more than 10 header fields, the most read"
+    assert result.error == (
+        "the agent's answer has more than the 10 header fields the platform reads"
+    )
 
 
 async def test_a_head_sent_a_byte_at_a_time_is_bounded_by_the_call_timeout(
