@@ -81,6 +81,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     allow_private_agents: bool = False
     agent_timeout_s: float = 30.0
     agent_max_body_bytes: int = 1024 * 1024
+    # An agent's answer outside its body (status line, headers, trailers), in bytes, and its
+    # header fields: past either the call fails at once, unretried.
+    agent_max_header_bytes: int = 64 * 1024
+    agent_max_headers: int = 100
     agent_max_attempts: int = 3
     agent_retry_after_cap_s: float = 10.0
     # A concurrency slot (an agent's max_concurrency, the judge's) is leased for this long and
@@ -159,6 +163,8 @@ ENVIRONMENT_VARIABLES = {
     "allow_private_agents": "AGENTLASSO_ALLOW_PRIVATE_AGENTS",
     "agent_timeout_s": "AGENTLASSO_AGENT_TIMEOUT_S",
     "agent_max_body_bytes": "AGENTLASSO_AGENT_MAX_BODY_BYTES",
+    "agent_max_header_bytes": "AGENTLASSO_AGENT_MAX_HEADER_BYTES",
+    "agent_max_headers": "AGENTLASSO_AGENT_MAX_HEADERS",
     "agent_max_attempts": "AGENTLASSO_AGENT_MAX_ATTEMPTS",
     "agent_retry_after_cap_s": "AGENTLASSO_AGENT_RETRY_AFTER_CAP_S",
     "slot_lease_s": "AGENTLASSO_SLOT_LEASE_S",
@@ -194,6 +200,7 @@ MUST_BE_POSITIVE = frozenset({
     "generation_concurrency", "slot_lease_s", "agent_max_attempts", "judge_max_attempts",
     "web_rate_limit_per_s", "web_rate_limit_burst", "quota_preview_calls_per_min",
     "server_judge_budget_usd_per_day", "quota_api_keys", "quota_keys_created_per_hour",
+    "agent_max_header_bytes", "agent_max_headers",
 })  # fmt: skip
 
 

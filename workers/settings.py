@@ -72,6 +72,8 @@ async def startup(ctx: dict[str, Any]) -> None:
         max_connections=concurrency,
         allow_private=settings.allow_private_agents,
         max_body_bytes=settings.agent_max_body_bytes,
+        max_header_bytes=settings.agent_max_header_bytes,
+        max_headers=settings.agent_max_headers,
         max_attempts=settings.agent_max_attempts,
         retry_after_cap_s=settings.agent_retry_after_cap_s,
     )

@@ -24,6 +24,7 @@ from app.agents.failures import (
     answered_status,
     connection_failed,
     encoded_answer,
+    headers_over_limit,
     over_limit,
     request_refused,
     timed_out,
@@ -32,12 +33,22 @@ from app.agents.failures import (
 from app.agents.headers import HEADER_NAME, HEADER_VALUE
 from app.agents.replies import Reply, parse_reply
 from app.agents.transport import GuardedConnector, agent_ssl_context
-from app.agents.wire import Answer, ConnectFailed, ConnectionBroken, Origin
+from app.agents.wire import (
+    Answer,
+    AnswerLimits,
+    ConnectFailed,
+    ConnectionBroken,
+    HeadersTooLarge,
+    Origin,
+)
 from app.domain.agent_calls import Attempt
 from app.observability import metrics
 from app.retry_policy import RETRYABLE_STATUSES, RetryPolicy, Sleep, retry_after_s
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+# An answer's head (and any trailers): nginx reads 4 to 32 KiB of headers, Node 16 KiB.
+DEFAULT_MAX_HEADER_BYTES = 64 * 1024
+DEFAULT_MAX_HEADERS = 100
 _INVALID = "invalid_reply"
 # Sent whatever the agent's stored headers say: identity keeps a gzip bomb from being inflated.
 _FIXED_HEADERS = [(b"Content-Type", b"application/json"), (b"Accept-Encoding", b"identity")]
@@ -81,6 +92,8 @@ class AgentClient:
         max_connections: int,
         allow_private: bool,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+        max_headers: int = DEFAULT_MAX_HEADERS,
         max_attempts: int = 3,
         retry_after_cap_s: float = 10.0,
         backoff_base_s: float = 0.5,
@@ -91,7 +104,7 @@ class AgentClient:
             resolver=resolver or resolve_host,
             allow_private=allow_private,
             ssl_context=agent_ssl_context(),
-            max_body_bytes=max_body_bytes,
+            limits=AnswerLimits(max_body_bytes, max_header_bytes, max_headers),
         )
         self._pool = ConnectionPool(connector=connector, max_connections=max_connections)
         self._max_body_bytes = max_body_bytes
@@ -173,6 +186,8 @@ class AgentClient:
             outcome = _Outcome(None, timed_out(timeout_s), retryable=True, kind="timeout")
         except AddressRefused as exc:
             outcome = _Outcome(None, str(exc), kind="refused")
+        except HeadersTooLarge as exc:  # the agent would only send them again: not retried
+            outcome = _Outcome(None, headers_over_limit(exc), kind=_INVALID)
         except (ConnectFailed, ConnectionBroken, OSError) as exc:
             outcome = _Outcome(None, connection_failed(exc), retryable=True, kind="connection")
         return outcome, _elapsed_ms(started)

@@ -6,7 +6,7 @@ import errno
 import socket
 import ssl
 
-from app.agents.wire import ConnectFailed
+from app.agents.wire import ConnectFailed, HeadersTooLarge
 
 _ERRNO_PHRASES = {
     errno.ECONNREFUSED: "connection refused",
@@ -34,6 +34,13 @@ def answered_status(status: int) -> str:
 def over_limit(max_body_bytes: int) -> str:
     """The answer is bigger than the platform reads."""
     return f"the agent's answer is over the {byte_size(max_body_bytes)} limit"
+
+
+def headers_over_limit(exc: HeadersTooLarge) -> str:
+    """The answer's headers are bigger, or more, than the platform reads."""
+    if exc.what == "fields":
+        return f"the agent's answer has more than the {exc.limit} header fields the platform reads"
+    return f"the agent's answer headers are over the {byte_size(exc.limit)} limit"
 
 
 def encoded_answer(encoding: str) -> str:

@@ -14,7 +14,7 @@ import ssl
 import httpx
 
 from app.agents.address_guard import AddressRefused, Resolver, refusal_reason
-from app.agents.wire import AgentConnection, ConnectFailed, Origin
+from app.agents.wire import AgentConnection, AnswerLimits, ConnectFailed, Origin
 
 
 def agent_ssl_context() -> ssl.SSLContext:
@@ -33,12 +33,12 @@ class GuardedConnector:
         resolver: Resolver,
         allow_private: bool,
         ssl_context: ssl.SSLContext,
-        max_body_bytes: int,
+        limits: AnswerLimits,
     ) -> None:
         self._resolver = resolver
         self._allow_private = allow_private
         self._ssl_context = ssl_context
-        self._max_body_bytes = max_body_bytes
+        self._limits = limits
 
     async def connect(self, origin: Origin) -> AgentConnection:
         """A connection to the origin (TLS for https) through the first checked address that
@@ -57,7 +57,7 @@ class GuardedConnector:
     async def _connect(self, origin: Origin, address: str) -> AgentConnection:
         https = origin.scheme == "https"
         _, connection = await asyncio.get_running_loop().create_connection(
-            lambda: AgentConnection(self._max_body_bytes),
+            lambda: AgentConnection(self._limits),
             address,
             origin.port,
             ssl=self._ssl_context if https else None,

@@ -5,6 +5,11 @@ worker's CPU per case: about 330 µs a call. This protocol writes a request in o
 parses the answer with llhttp (httptools, the parser uvicorn uses): about 30 µs a call
 (tests/perf/bench_cost_per_case.py). It speaks just what an agent call needs: one exchange at
 a time, a body read whole up to a cap, keep-alive when the server allows it.
+
+The head is capped too, in raw bytes before the parser sees them: llhttp's callbacks build a
+header value by appending each piece it is fed, so one huge value arriving in pieces costs
+quadratic time (32 MB took 4.6 s of the event loop), and 1 GB of headers was 1.1 GB held.
+Past the cap nothing more is fed: 64 KiB fed a byte at a time costs about 50 ms at worst.
 """
 
 from __future__ import annotations
@@ -25,6 +30,15 @@ class Answer(NamedTuple):
     body: bytes | None
 
 
+class AnswerLimits(NamedTuple):
+    """What one answer may take: body bytes, bytes outside a body (the head, chunk framing,
+    trailers) and header fields (trailers count as fields too)."""
+
+    max_body_bytes: int
+    max_header_bytes: int
+    max_headers: int
+
+
 class Origin(NamedTuple):
     """Where requests go: a scheme, a host (a name or an IP literal) and a port."""
 
@@ -41,17 +55,31 @@ class ConnectionBroken(Exception):
     """The connection closed, or the answer was not HTTP/1.1, before the answer was whole."""
 
 
+class HeadersTooLarge(Exception):
+    """The answer's head (or its trailers) went past a limit: `limit` "bytes" or "fields"."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        super().__init__(f"the answer's head is over {limit} {what}")
+        self.what = what
+        self.limit = limit
+
+
 class AgentConnection(asyncio.Protocol):
     """A connection that carries one exchange at a time; `exchange` sends and awaits."""
 
-    def __init__(self, max_body_bytes: int) -> None:
-        self._max_body_bytes = max_body_bytes
+    def __init__(self, limits: AnswerLimits) -> None:
+        self._limits = limits
+        self._max_body_bytes = limits.max_body_bytes
         self._parser = httptools.HttpResponseParser(self)
         self._transport: asyncio.Transport | None = None
         self._answer: asyncio.Future[Answer] | None = None
         self._headers: list[tuple[bytes, bytes]] = []
         self._body: list[bytes] = []
         self._size = 0
+        # Bytes fed since the head began or the body last moved (the head, chunk framing,
+        # trailers), and a count of the parser's events that mean it moved.
+        self._outside_body_bytes = 0
+        self._progress = 0
         self._keep_alive = False
         self._headers_done = False
         self.closed = False
@@ -67,6 +95,7 @@ class AgentConnection(asyncio.Protocol):
             raise ConnectionBroken("the connection is closed")
         self._answer = asyncio.get_running_loop().create_future()
         self._headers, self._body, self._size = [], [], 0
+        self._outside_body_bytes = 0
         self._headers_done = False
         self._transport.write(request)
         try:
@@ -98,9 +127,35 @@ class AgentConnection(asyncio.Protocol):
             self.close()  # bytes nobody asked for: the connection cannot be trusted again
             return
         try:
-            self._parser.feed_data(data)
+            self._feed(data)
         except httptools.HttpParserError as exc:
-            self._fail(ConnectionBroken(f"the answer is not valid HTTP/1.1 ({exc})"))
+            refused = exc.__context__  # raised by on_header, past the count of fields
+            if isinstance(refused, HeadersTooLarge):
+                self._fail(refused)
+            else:
+                self._fail(ConnectionBroken(f"the answer is not valid HTTP/1.1 ({exc})"))
+
+    def _feed(self, data: bytes) -> None:
+        """Feed the parser no more than the byte limit outside a body at a time, and nothing
+        once that many have gone by without the head ending or the body moving on."""
+        while data:
+            if self._answer_settled():
+                self._keep_alive = False  # bytes past the answer: the stream is not in step
+                return
+            room = self._limits.max_header_bytes - self._outside_body_bytes
+            if room <= 0:
+                self._fail(HeadersTooLarge("bytes", self._limits.max_header_bytes))
+                return
+            piece, data = data[:room], data[room:]
+            progress = self._progress
+            self._parser.feed_data(piece)
+            # A piece is at most `room` long, so what follows the last event in it (not
+            # counted) is bounded by the limit too.
+            moved = self._progress != progress
+            self._outside_body_bytes = 0 if moved else self._outside_body_bytes + len(piece)
+
+    def _answer_settled(self) -> bool:
+        return self._answer is None or self._answer.done()
 
     def eof_received(self) -> bool | None:
         self.closed = True
@@ -119,16 +174,24 @@ class AgentConnection(asyncio.Protocol):
 
     # httptools' parser callbacks
 
+    def on_message_begin(self) -> None:
+        if self._answer_settled():
+            self._keep_alive = False  # bytes past the answer: the stream is out of step
+
     def on_header(self, name: bytes, value: bytes) -> None:
+        if len(self._headers) >= self._limits.max_headers:
+            raise HeadersTooLarge("fields", self._limits.max_headers)  # stops the parser
         self._headers.append((name.lower(), value))
 
     def on_headers_complete(self) -> None:
         self._headers_done = True
+        self._progress += 1
         declared = dict(self._headers).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self._max_body_bytes:
             self._finish(body=None)
 
     def on_body(self, chunk: bytes) -> None:
+        self._progress += 1
         self._size += len(chunk)
         if self._size > self._max_body_bytes:
             self._finish(body=None)
@@ -139,6 +202,7 @@ class AgentConnection(asyncio.Protocol):
         status = self._parser.get_status_code()
         if status < 200:  # 100 Continue and the like: the answer follows
             self._headers, self._body, self._size = [], [], 0
+            self._headers_done = False
             return
         self._keep_alive = self._parser.should_keep_alive()
         self._finish(body=b"".join(self._body))

@@ -86,6 +86,8 @@ async def open_platform(settings: Settings) -> Platform:
         max_connections=20,
         allow_private=settings.allow_private_agents,
         max_body_bytes=settings.agent_max_body_bytes,
+        max_header_bytes=settings.agent_max_header_bytes,
+        max_headers=settings.agent_max_headers,
         max_attempts=settings.agent_max_attempts,
         retry_after_cap_s=settings.agent_retry_after_cap_s,
     )

@@ -17,10 +17,10 @@ from app.judge.case_prompts import (
     case_params,
     case_schema,
     happy_path_cap,
-    neutralise,
     plan_params,
     plan_schema,
 )
+from app.judge.prompt_data import escaped_data
 
 PROFILE = AgentProfile(
     system_prompt="You are the support agent of a shop. Never promise refunds.",
@@ -129,4 +129,5 @@ def test_user_text_cannot_close_its_block(attack: str) -> None:
         for tag in ("agent_system_prompt", "agent_tools", "instruction", "data_context", "slot"):
             closing = len(re.findall(rf"</{tag}>", text))
             assert closing <= 1, (tag, text)
-    assert neutralise(attack).count("&lt;") >= 1
+    # "<" as &lt;, a look-alike bracket as a numeric reference: either way, escaped.
+    assert re.search(r"&(?:lt|#x[0-9a-f]+);", escaped_data(attack))
