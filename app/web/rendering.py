@@ -27,6 +27,8 @@ CONTENT_SECURITY_POLICY = (
 )
 PAGE_HEADERS = {
     "content-security-policy": CONTENT_SECURITY_POLICY,
+    # frame-ancestors' twin for browsers that predate CSP 2: no page is ever framed.
+    "x-frame-options": "DENY",
     "x-content-type-options": "nosniff",
     "referrer-policy": "same-origin",
     # Pages show a project's data: never kept by a shared cache or the back button's cache.
