@@ -109,3 +109,17 @@ async def test_an_export_of_a_dataset_with_a_non_latin1_name_downloads(
     assert disposition.isascii(), disposition
     assert 'filename="' in disposition, disposition
     assert "filename*=UTF-8''%E8%BF%94%E9%87%91" in disposition, disposition
+
+
+async def test_a_non_ascii_idempotency_key_is_a_key_like_any_other(
+    client: httpx.AsyncClient,
+) -> None:
+    dataset = await create_dataset(client)
+    case = await client.post(f"/api/v1/datasets/{dataset['id']}/test-cases", json={"input": "hi"})
+    assert case.status_code == 201, case.text
+    headers = {"idempotency-key": utf8("run-é-日本")}
+    body = {"dataset_id": dataset["id"]}
+    first = await client.post("/api/v1/eval-runs", json=body, headers=headers)
+    again = await client.post("/api/v1/eval-runs", json=body, headers=headers)
+    assert first.status_code == 201, first.text
+    assert again.status_code == 201 and again.json()["run_id"] == first.json()["run_id"]
