@@ -26,7 +26,8 @@ async def prometheus_metrics(platform: PlatformDep) -> Response[bytes]:
 
 
 class Worker(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A live worker process."""
+    """A live worker process; its host and pid only where the server is set to show them
+    (AGENTLASSO_SHOW_WORKER_HOSTS=1), since every project's key may list workers."""
 
     # Opaque and stable for the worker's life: the process's own id names its host and pid.
     id: str
@@ -35,8 +36,8 @@ class Worker(msgspec.Struct, kw_only=True, omit_defaults=True):
     # Chunks of the caller's project's runs it is working on; other projects' are not shown.
     chunks_held: int
     # Infrastructure, not a tenant's business: listed only with AGENTLASSO_SHOW_WORKER_HOSTS.
-    host: str | None = None
-    pid: int | None = None
+    host: str | msgspec.UnsetType = msgspec.UNSET
+    pid: int | msgspec.UnsetType = msgspec.UNSET
 
 
 class WorkerList(msgspec.Struct, kw_only=True):
@@ -69,8 +70,8 @@ def _worker(row: WorkerRow, *, show_host: bool) -> Worker:
         started_at=row.started_at,
         last_heartbeat_at=row.last_heartbeat_at,
         chunks_held=row.chunks_held,
-        host=row.host if show_host else None,
-        pid=row.pid if show_host else None,
+        host=row.host if show_host else msgspec.UNSET,
+        pid=row.pid if show_host else msgspec.UNSET,
     )
 
 
