@@ -6,10 +6,15 @@ import json
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 
+from app.api.app import create_app
+from app.config import Settings
+from app.devstack.demo import DEMO_AGENT_PATH
 from tests.support.api import create_dataset
 from tests.support.assertions import assert_problem
+from tests.support.servers import serving
 
 
 @pytest.fixture
@@ -218,3 +223,18 @@ async def test_json_nested_within_the_limit_is_taken(
     assert response.status_code == 201, response.text
     read = await client.get(f"/api/v1/datasets/{response.json()['id']}")
     assert read.json()["data_context"] == {"a": json.loads(nested(depth))}
+
+
+async def test_the_demo_agent_refuses_json_nested_too_deeply(settings: Settings) -> None:
+    async with (
+        serving(create_app(msgspec.structs.replace(settings, demo_agent=True))) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        deep = with_value('{"input": ', 100_000)
+        refused = await http.post(
+            DEMO_AGENT_PATH, content=deep, headers={"content-type": "application/json"}
+        )
+        answered = await http.post(DEMO_AGENT_PATH, json={"input": "Where is my refund?"})
+    (error,) = assert_problem(refused, 422)["errors"]
+    assert error["pointer"].startswith("/input/0/k"), error
+    assert answered.status_code == 200, answered.text
