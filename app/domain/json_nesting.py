@@ -18,6 +18,7 @@ import re
 # Levels of arrays and objects in one document, the outermost included.
 MAX_DEPTH = 64
 TOO_DEEP = f"Nested more than {MAX_DEPTH} levels of arrays and objects deep."
+TOO_DEEP_WORDS = f"nested more than {MAX_DEPTH} levels deep"
 # Naming where a document passes the limit is a walk in Python: past this many tokens before
 # the deep part, the document as a whole is named instead.
 _NAMING_TOKENS = 100_000
