@@ -97,6 +97,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # every interface: Prometheus and the kubelet reach it from outside the pod.
     metrics_port: int | None = None
     metrics_host: str = "0.0.0.0"  # noqa: S104
+    # GET /api/v1/workers lists each worker's host and pid: infrastructure, so only for an
+    # install whose projects are all one team's.
+    show_worker_hosts: bool = False
     # `agentlasso dev` only: the API also serves the demo support bot.
     demo_agent: bool = False
     # The AI judge. No key: judge checks are not graded, and no call is made.
@@ -171,6 +174,7 @@ ENVIRONMENT_VARIABLES = {
     "demo_agent": "AGENTLASSO_DEMO_AGENT",
     "metrics_port": "AGENTLASSO_METRICS_PORT",
     "metrics_host": "AGENTLASSO_METRICS_HOST",
+    "show_worker_hosts": "AGENTLASSO_SHOW_WORKER_HOSTS",
     "public_url": "AGENTLASSO_PUBLIC_URL",
     "anthropic_api_key": "ANTHROPIC_API_KEY",
     "anthropic_base_url": "ANTHROPIC_BASE_URL",

@@ -60,6 +60,8 @@ def settings(database_url: str, server_urls: ServerUrls) -> Settings:
         queue_name=f"agentlasso:test:{uuid.uuid4().hex[:12]}",
         secret_key="dGVzdC1rZXktZm9yLWFnZW50bGFzc28tMzItYnl0ZXM=",  # 32 fixed bytes, base64
         allow_private_agents=True,
+        # The e2e tests find their worker processes by pid (the default hides it from tenants).
+        show_worker_hosts=True,
     )
 
 

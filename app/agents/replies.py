@@ -6,6 +6,8 @@ from typing import Any
 
 import msgspec
 
+from app.domain.json_nesting import too_deep
+
 _KINDS: dict[type, str] = {
     list: "a JSON array",
     str: "a JSON string",
@@ -25,12 +27,12 @@ class Reply(msgspec.Struct, frozen=True):
 
 def parse_reply(body: bytes) -> Reply | str:
     """The reply in the body, or a sentence saying why the body is not one."""
+    if too_deep(body) is not None:
+        return "the agent's answer is JSON nested too deeply to read"
     try:
         decoded = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
         return _not_json(body, exc)
-    except RecursionError:
-        return "the agent's answer is JSON nested too deeply to read"
     if not isinstance(decoded, dict):
         kind = _KINDS.get(type(decoded), "a JSON value")
         return f"the agent's answer is {kind}, not a JSON object"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 
 import msgspec
 from litestar import Controller, Response, get
 
 from app.api.auth import PlatformDep, ProjectId
+from app.db.workers import WorkerRow
 from app.observability import metrics
 from app.services import operations as service
 
@@ -23,16 +25,19 @@ async def prometheus_metrics(platform: PlatformDep) -> Response[bytes]:
     return Response(metrics.exposition(), media_type=metrics.CONTENT_TYPE)
 
 
-class Worker(msgspec.Struct, kw_only=True):
-    """A live worker process."""
+class Worker(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A live worker process; its host and pid only where the server is set to show them
+    (AGENTLASSO_SHOW_WORKER_HOSTS=1), since every project's key may list workers."""
 
+    # Opaque and stable for the worker's life: the process's own id names its host and pid.
     id: str
-    host: str
-    pid: int
     started_at: datetime
     last_heartbeat_at: datetime
     # Chunks of the caller's project's runs it is working on; other projects' are not shown.
     chunks_held: int
+    # Infrastructure, not a tenant's business: listed only with AGENTLASSO_SHOW_WORKER_HOSTS.
+    host: str | msgspec.UnsetType = msgspec.UNSET
+    pid: int | msgspec.UnsetType = msgspec.UNSET
 
 
 class WorkerList(msgspec.Struct, kw_only=True):
@@ -51,6 +56,25 @@ class WorkerController(Controller):
 
     @get(operation_id="listWorkers")
     async def list_workers(self, platform: PlatformDep, project_id: ProjectId) -> WorkerList:
-        """Live workers, each with how many of this project's chunks it holds."""
+        """Live workers, each with how many of this project's chunks it holds (and its host and
+        pid when the server runs with AGENTLASSO_SHOW_WORKER_HOSTS=1)."""
         rows = await service.live_workers(platform.pool, project_id)
-        return WorkerList(items=[Worker(**msgspec.structs.asdict(row)) for row in rows])
+        shown = platform.settings.show_worker_hosts
+        return WorkerList(items=[_worker(row, show_host=shown) for row in rows])
+
+
+def _worker(row: WorkerRow, *, show_host: bool) -> Worker:
+    """A worker as a project sees it."""
+    return Worker(
+        id=public_worker_id(row.id),
+        started_at=row.started_at,
+        last_heartbeat_at=row.last_heartbeat_at,
+        chunks_held=row.chunks_held,
+        host=row.host if show_host else msgspec.UNSET,
+        pid=row.pid if show_host else msgspec.UNSET,
+    )
+
+
+def public_worker_id(worker_id: str) -> str:
+    """The id a project sees for a worker: a digest of its own (`host:pid:random`) id."""
+    return hashlib.sha256(worker_id.encode()).hexdigest()[:16]

@@ -30,11 +30,13 @@ from litestar import Request
 from litestar.handlers import HTTPRouteHandler
 from litestar.utils.scope.state import ScopeState
 
+from app.domain.json_nesting import TOO_DEEP, too_deep
 from app.errors import FieldError, InvalidInput, field_error_from_msgspec
 
 # Bodies above this size are decoded a slice at a time; a slice is this many list items.
 SLICED_ABOVE_BYTES = 1024 * 1024
 SLICE_ITEMS = 2_000
+DEPTH_ON_THREAD_ABOVE_BYTES = 256 * 1024
 _FLOAT_FOR_INT = "Expected `int`, got `float`"
 
 
@@ -42,11 +44,12 @@ async def read_bodies_strictly(request: Request[Any, Any, Any]) -> None:
     """Before-request hook: the body as its handler's type, or a 422 naming the field."""
     handler = request.route_handler
     assert isinstance(handler, HTTPRouteHandler)
-    reader = _reader(handler)
-    if reader is None:
+    if "data" not in handler.parsed_fn_signature.parameters:
         return
     raw = await request.body()
-    if not raw.strip():
+    await refuse_deep_nesting(raw)
+    reader = _reader(handler)
+    if reader is None or not raw.strip():
         return  # an empty body is Litestar's to refuse, as a 400
     try:
         if len(raw) > SLICED_ABOVE_BYTES and reader.list_field is not None:
@@ -60,6 +63,18 @@ async def read_bodies_strictly(request: Request[Any, Any, Any]) -> None:
     except msgspec.DecodeError:
         return  # not JSON at all: Litestar's own 400 says so
     ScopeState.from_scope(request.scope).json = value
+
+
+async def refuse_deep_nesting(raw: bytes) -> None:
+    """InvalidInput naming where the body nests too deeply to be decoded safely; a large body
+    is looked at on a thread, so the loop goes on between the check's steps."""
+    if len(raw) > DEPTH_ON_THREAD_ABOVE_BYTES:
+        pointer = await asyncio.to_thread(too_deep, raw)
+    else:
+        pointer = too_deep(raw)
+    if pointer is not None:
+        error = FieldError(pointer=pointer or "/", detail=TOO_DEEP)
+        raise InvalidInput("The request is not valid.", [error])
 
 
 @dataclass(frozen=True)

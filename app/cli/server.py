@@ -31,6 +31,8 @@ def api(args: argparse.Namespace) -> int:
     import uvicorn
     from uvicorn.config import LOGGING_CONFIG
 
+    from app.observability.logs import with_access_redaction
+
     with _refusals_logged(log_format):
         uvicorn.run(
             "app.api.app:create_app",
@@ -40,7 +42,8 @@ def api(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             # JSON: uvicorn's lines (its access log too) go through the root logger's JSON handler
             # rather than through uvicorn's own text formatters.
-            log_config=None if log_format == "json" else LOGGING_CONFIG,
+            # Text: uvicorn's own, its access lines' credentials (a sign-in token) redacted.
+            log_config=None if log_format == "json" else with_access_redaction(LOGGING_CONFIG),
             # Below a typical orchestrator grace period (30 s), so in-flight requests get answered.
             timeout_graceful_shutdown=10,
         )

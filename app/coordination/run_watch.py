@@ -17,6 +17,7 @@ from uuid import UUID
 import asyncpg
 import msgspec
 
+from app.coordination.waiter_shares import within_fair_share
 from app.db import runs as run_rows
 from app.domain.runs import Run
 from app.errors import Unavailable
@@ -143,10 +144,13 @@ class RunWatcher:
                 "or poll without wait_s.",
                 retry_after_s=5,
             )
-        if self._waiting.get(project_id, 0) >= self.max_waiters_per_project:
+        held = self._waiting.get(project_id, 0)
+        if held >= self.max_waiters_per_project or not within_fair_share(
+            held, self.waiters, self.max_waiters
+        ):
             raise Unavailable(
-                f"Your project already has {self.max_waiters_per_project} requests waiting on "
-                "runs in this server; wait a little and retry.",
+                f"Your project already has {held} requests waiting on runs in this server "
+                "(its share of them); wait a little and retry.",
                 retry_after_s=5,
             )
 

@@ -42,6 +42,11 @@ _INSERT_LINK = """
 INSERT INTO login_tokens (token_hash, project_id, expires_at)
 VALUES ($1, $2, now() + $3::interval)
 """
+# Looking at a link uses nothing: only its sign-in button does (a link scanner opens links).
+_PEEK_LINK = """
+SELECT p.name FROM login_tokens t JOIN projects p ON p.id = t.project_id
+WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > now()
+"""
 _USE_LINK = """
 UPDATE login_tokens SET used_at = now()
 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
@@ -95,3 +100,9 @@ async def use_login_token(executor: Executor, token_hash: bytes) -> UUID | None:
     """The project a sign-in link opens, once and in time; None otherwise."""
     project_id: UUID | None = await executor.fetchval(_USE_LINK, token_hash)
     return project_id
+
+
+async def login_token_project_name(executor: Executor, token_hash: bytes) -> str | None:
+    """The name of the project a sign-in link would open, while it can; None otherwise."""
+    name: str | None = await executor.fetchval(_PEEK_LINK, token_hash)
+    return name

@@ -207,7 +207,7 @@ def _print_banner(platform: Platform, demo: DemoIds, sign_in: str) -> None:
     lines = [
         "",
         f"Open {sign_in}",
-        "  to sign in to AgentLasso (the link works once, for 10 minutes).",
+        "  and press Sign in (the link signs in once, within 10 minutes).",
         f"AgentLasso is running at {url}",
         f"  API key:  {key}",
         f'  Try:      curl -H "x-api-key: {key}" {url}/api/v1/datasets',

@@ -16,6 +16,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from app.domain.json_nesting import too_deep
 from app.domain.results import ToolCall
 
 # Anthropic content blocks that carry no tool call.
@@ -61,8 +62,8 @@ def _call(name: object, arguments: object) -> ToolCall | str:
 
 def _decode_arguments(arguments: object) -> Any:
     """Arguments sent as a JSON string, decoded; anything else (or bad JSON) kept as sent."""
-    if not isinstance(arguments, str):
-        return arguments
+    if not isinstance(arguments, str) or too_deep(arguments) is not None:
+        return arguments  # nested too deeply to walk safely: kept as the text it was
     try:
         return json.loads(arguments)
     except (ValueError, RecursionError):

@@ -19,6 +19,7 @@ from app.domain.checks import (
     duplicate_check_ids,
     type_of,
 )
+from app.domain.json_nesting import TOO_DEEP_WORDS, too_deep
 from app.domain.test_cases import EvaluationType, TestCaseContent
 from app.judge.case_prompts import happy_path_cap
 from app.judge.verdicts import ModelOutput
@@ -187,6 +188,8 @@ def _decoded(output: ModelOutput, answer_type: type[Answer], *, forced_tool: boo
             if output.tool_input is None:
                 return "the model did not call the tool it was given"
             return msgspec.convert(output.tool_input, answer_type, strict=True)
+        if too_deep(output.text) is not None:
+            return f"the answer is JSON {TOO_DEEP_WORDS}"
         return msgspec.json.decode(output.text, type=answer_type)
     except msgspec.DecodeError as exc:  # ValidationError included
         return f"the answer did not match the schema: {exc}"

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from app.domain.json_nesting import TOO_DEEP_WORDS, too_deep
 from app.domain.results import JudgeVerdict
 
 EvaluationType = Literal["BOOLEAN", "SCORE"]
@@ -77,6 +78,8 @@ def read_verdict(
             if output.tool_input is None:
                 return JudgeVerdict.unavailable(NO_TOOL_CALL)
             answer = msgspec.convert(output.tool_input, answer_type, strict=True)
+        elif too_deep(output.text) is not None:
+            return JudgeVerdict.unavailable(f"the judge's answer is JSON {TOO_DEEP_WORDS}")
         else:
             answer = msgspec.json.decode(output.text, type=answer_type)
     except msgspec.DecodeError as exc:  # ValidationError included

@@ -7,13 +7,15 @@ run id, a chunk, a worker) to every record logged inside it, in tasks started th
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from types import MappingProxyType, TracebackType
-from typing import IO
+from typing import IO, Any
 
 import msgspec
 
@@ -224,6 +226,41 @@ def _access_fields(record: logging.LogRecord) -> dict[str, object]:
         "http_version": http_version,
         "status_code": status_code,
     }
+
+
+class AccessQueryRedaction(logging.Filter):
+    """On uvicorn's access lines, the value of every query parameter named like a credential
+    (a sign-in link's `token`, say) is REDACTED: uvicorn's text line logs the whole query."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if record.name == "uvicorn.access" and isinstance(args, tuple) and len(args) == 5:
+            client_addr, method, full_path, http_version, status_code = args
+            path = redacted_query(str(full_path))
+            record.args = (client_addr, method, path, http_version, status_code)
+        return True
+
+
+def redacted_query(full_path: str) -> str:
+    """A path and query with the values of parameters named like credentials hidden."""
+    path, mark, query = full_path.partition("?")
+    if not mark:
+        return full_path
+    parts = []
+    for part in query.split("&"):
+        name, equals, _ = part.partition("=")
+        hidden = equals and is_secret_name(urllib.parse.unquote_plus(name))
+        parts.append(f"{name}={REDACTED}" if hidden else part)
+    return f"{path}?{'&'.join(parts)}"
+
+
+def with_access_redaction(config: Mapping[str, Any]) -> dict[str, Any]:
+    """uvicorn's logging configuration (a dictConfig mapping), its access lines redacted."""
+    redacting = copy.deepcopy(dict(config))
+    redacting.setdefault("filters", {})["access_query"] = {"()": AccessQueryRedaction}
+    for handler in redacting.get("handlers", {}).values():
+        handler.setdefault("filters", []).append("access_query")
+    return redacting
 
 
 def _extra_fields(record: logging.LogRecord) -> Iterator[tuple[str, object]]:

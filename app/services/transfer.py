@@ -13,6 +13,7 @@ import msgspec
 from app.db import datasets as dataset_rows
 from app.db import test_cases as case_rows
 from app.db.pool import Connection
+from app.domain.json_nesting import TOO_DEEP, too_deep
 from app.domain.test_cases import TestCaseContent, TestCaseImportLine
 from app.errors import (
     BodyTooLarge,
@@ -83,6 +84,9 @@ class _Validator:
             yield _spooled_decoder.decode(line)
 
     def _parse(self, number: int, raw: bytes) -> TestCaseContent | None:
+        deep_at = too_deep(raw)
+        if deep_at is not None:
+            return self._reject(number, [FieldError(pointer=deep_at or "/", detail=TOO_DEEP)])
         try:
             line = _line_decoder.decode(raw)
         except msgspec.ValidationError as exc:

@@ -25,6 +25,12 @@ IDLE = timedelta(hours=12)
 LIFETIME = timedelta(days=7)
 # The link `agentlasso dev` prints works once, within this.
 LINK_VALID_FOR = timedelta(minutes=10)
+LINK_SPENT = (
+    "This sign-in link has been used or has expired: sign in with an API key, or restart "
+    "`agentlasso dev` for a new link."
+)
+# Longer than any token we make: a longer one is refused before it is hashed.
+MAX_TOKEN_LENGTH = 100
 
 
 class NewSession(msgspec.Struct, frozen=True):
@@ -50,18 +56,28 @@ async def sign_in_with_key(platform: Platform, key: str) -> NewSession:
 
 async def sign_in_with_link(platform: Platform, token: str) -> NewSession:
     """A session from a one-time link; NotAuthenticated when it was used or is too old."""
-    project_id = await session_rows.use_login_token(platform.pool, token_hash(token))
+    project_id = None
+    if len(token) <= MAX_TOKEN_LENGTH:
+        project_id = await session_rows.use_login_token(platform.pool, token_hash(token))
     if project_id is None:
-        raise NotAuthenticated(
-            "This sign-in link has been used or has expired: sign in with an API key, or "
-            "restart `agentlasso dev` for a new link."
-        )
+        raise NotAuthenticated(LINK_SPENT)
     return await _open(platform.pool, project_id, None)
+
+
+async def link_project_name(platform: Platform, token: str) -> str:
+    """The project a one-time link would sign in to (the link stays unused);
+    NotAuthenticated when it was used or is too old."""
+    name = None
+    if len(token) <= MAX_TOKEN_LENGTH:
+        name = await session_rows.login_token_project_name(platform.pool, token_hash(token))
+    if name is None:
+        raise NotAuthenticated(LINK_SPENT)
+    return name
 
 
 async def current_session(platform: Platform, token: str | None) -> WebSession | None:
     """The live session the cookie names, kept alive by this use; None when there is none."""
-    if not token or len(token) > 100:
+    if not token or len(token) > MAX_TOKEN_LENGTH:
         return None
     return await session_rows.use_session(platform.pool, token_hash(token), LIFETIME, IDLE)
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import msgspec
 
+from app.domain.json_nesting import too_deep
+
 # Python refuses to print integers past 4300 digits; nothing sensible is that long anyway.
 _LARGEST_SHOWN = 10**18
 
@@ -45,7 +47,10 @@ def _is_small_number(text: str) -> bool:
 
 
 def decoded_json(text: str) -> tuple[bool, Any]:
-    """(True, the value) when the text is JSON, else (False, None)."""
+    """(True, the value) when the text is JSON, else (False, None): nested too deeply, it is
+    kept as text."""
+    if too_deep(text) is not None:
+        return False, None
     try:
         return True, msgspec.json.decode(text)
     except (msgspec.DecodeError, ValueError):

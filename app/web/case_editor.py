@@ -15,6 +15,7 @@ from litestar.params import FromPath, FromQuery
 from app.api.auth import PlatformDep
 from app.api.pagination import parse_id
 from app.domain.datasets import Dataset
+from app.domain.json_nesting import TOO_DEEP, too_deep
 from app.domain.test_cases import TestCase, TestCaseContent
 from app.domain.web import Revision
 from app.errors import Conflict, InvalidInput, StaleRevision, TooManyRequests
@@ -236,6 +237,8 @@ def _pasted(posted: Mapping[str, Any]) -> tuple[str, Any, dict[str, str]]:
     raw_calls = text(posted, "pasted_tool_calls").strip()
     if not raw_calls:
         return text(posted, "pasted_reply"), [], {}
+    if too_deep(raw_calls) is not None:
+        return "", None, {"pasted_tool_calls": f"The tool calls are not taken: {TOO_DEEP}"}
     try:
         calls = json.loads(raw_calls)
     except json.JSONDecodeError as exc:

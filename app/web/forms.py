@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from app.domain.json_nesting import TOO_DEEP, too_deep
 from app.errors import FieldError, field_error_from_msgspec
 
 T = TypeVar("T")
@@ -32,6 +33,8 @@ def parsed_json(raw: str, want: type = dict) -> tuple[Any, str | None]:
     `want` is dict (a JSON object) or list (a JSON list of objects)."""
     if not raw.strip():
         return None, None
+    if too_deep(raw) is not None:
+        return None, TOO_DEEP
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:

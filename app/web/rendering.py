@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 from litestar import Request, Response
@@ -26,6 +27,8 @@ CONTENT_SECURITY_POLICY = (
 )
 PAGE_HEADERS = {
     "content-security-policy": CONTENT_SECURITY_POLICY,
+    # frame-ancestors' twin for browsers that predate CSP 2: no page is ever framed.
+    "x-frame-options": "DENY",
     "x-content-type-options": "nosniff",
     "referrer-policy": "same-origin",
     # Pages show a project's data: never kept by a shared cache or the back button's cache.
@@ -76,6 +79,14 @@ def redirect(request: Request[Any, Any, Any], location: str) -> Response[str]:
     if request.headers.get("hx-request"):
         return Response("", status_code=200, headers={**PAGE_HEADERS, "hx-redirect": location})
     return Response("", status_code=303, headers={**PAGE_HEADERS, "location": location})
+
+
+def download_disposition(name: str, suffix: str) -> str:
+    """A Content-Disposition saving the download as `name` (ASCII for every browser, and the
+    name itself as RFC 6266's UTF-8 `filename*`): a header holds Latin-1 only."""
+    plain = "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "-" for c in name)[:60]
+    exact = quote(f"{name[:60]}{suffix}", safe="", errors="replace")
+    return f"attachment; filename=\"{plain or 'download'}{suffix}\"; filename*=UTF-8''{exact}"
 
 
 @functools.cache

@@ -28,6 +28,8 @@ SESSION_COOKIE = "agentlasso_session"
 # another site cannot sign a browser in to the other site's project.
 LOGIN_COOKIE = "agentlasso_login"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Printable ASCII a URL's path and query may hold as they are (`%` too: escapes stay escapes).
+_URL_PUNCTUATION = "!#$%&'()*+,/:;=?@[]~"
 
 
 class SignInRequired(AgentLassoError):
@@ -62,7 +64,7 @@ async def check_csrf(request: Request[Any, Any, Any]) -> None:
     if not sent:
         form = await request.form()
         sent = form.get("csrf_token")
-    if not isinstance(sent, str) or not hmac.compare_digest(sent, session.csrf_token):
+    if not same_secret(sent, session.csrf_token):
         raise ForgedRequest(
             "This form is out of date (or did not come from this site): reload the page and "
             "try again."
@@ -127,7 +129,18 @@ def with_login_cookie(
 def login_form_is_genuine(request: Request[Any, Any, Any], sent: object) -> bool:
     """Whether the login form's token matches its cookie."""
     kept = request.cookies.get(LOGIN_COOKIE)
-    return bool(kept) and isinstance(sent, str) and hmac.compare_digest(sent, kept or "")
+    return bool(kept) and same_secret(sent, kept or "")
+
+
+def same_secret(sent: object, kept: str) -> bool:
+    """Whether a client's text is the secret, compared in constant time.
+
+    As bytes: `hmac.compare_digest` raises on a `str` that is not ASCII, and a client may send
+    any text; a lone surrogate (from a decoded query) is replaced, so it can never match."""
+    if not isinstance(sent, str):
+        return False
+    as_sent = sent.encode("utf-8", "replace")
+    return hmac.compare_digest(as_sent, kept.encode("utf-8", "replace"))
 
 
 def sign_in_url(next_path: str) -> str:
@@ -140,9 +153,10 @@ def safe_next(value: object) -> str:
 
     Browsers drop tabs and line breaks from a URL and read a backslash as a slash, so a slash,
     a tab and a slash, or a slash and a backslash, lead to another host: a path holding any of
-    them is refused, not cleaned."""
+    them is refused, not cleaned. What is not printable ASCII is percent-encoded (as UTF-8): it
+    becomes a Location header, which holds Latin-1 only."""
     if not isinstance(value, str) or not value.startswith("/") or value.startswith("//"):
         return "/"
     if "\\" in value or any(ord(character) < 0x20 or ord(character) == 0x7F for character in value):
         return "/"
-    return value
+    return quote(value, safe=_URL_PUNCTUATION, errors="replace")

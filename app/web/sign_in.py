@@ -37,14 +37,31 @@ class SignInPages(Controller):
         token: FromQuery[str | None] = None,
         next: FromQuery[str | None] = None,
     ) -> Response[Any]:
-        """The sign-in form; with `?token=` (the link `agentlasso dev` prints), signed in."""
+        """The sign-in form; with `?token=` (the link `agentlasso dev` prints), the page whose
+        button signs in with it. Opening the link uses nothing up."""
         if token:
             try:
-                session = await web_sessions.sign_in_with_link(platform, token)
+                project_name = await web_sessions.link_project_name(platform, token)
             except NotAuthenticated as exc:
                 return _form(request, next, message=exc.detail, status_code=401)
-            return await _signed_in(request, platform, session, safe_next(next))
+            return _link_form(request, token, project_name, next)
         return _form(request, next)
+
+    @post("/link", name="sign_in_with_link")
+    async def sign_in_with_link(
+        self, request: Request[Any, Any, Any], platform: PlatformDep
+    ) -> Response[Any]:
+        """Sign in with a one-time link's token, from the button of the page the link opens."""
+        form = await request.form()
+        next_path = form.get("next")
+        if not login_form_is_genuine(request, form.get("login_token")):
+            message = "This sign-in form is out of date: open the link again."
+            return _form(request, next_path, message=message, status_code=403)
+        try:
+            session = await web_sessions.sign_in_with_link(platform, str(form.get("token") or ""))
+        except NotAuthenticated as exc:
+            return _form(request, next_path, message=exc.detail, status_code=401)
+        return await _signed_in(request, platform, session, safe_next(next_path))
 
     @post("/", name="sign_in")
     async def sign_in(
@@ -99,3 +116,22 @@ def _form(
         errors=errors or {},
     )
     return with_login_cookie(request, response, token)
+
+
+def _link_form(
+    request: Request[Any, Any, Any], token: str, project_name: str, next_path: object
+) -> Response[Any]:
+    """The page a sign-in link opens: which project, and the button that signs in. Its URL
+    holds the token: the page sends no Referer, even to this site."""
+    login_token = login_form_token(request)
+    response = page(
+        request,
+        "login_link.html",
+        session=None,
+        login_token=login_token,
+        token=token,
+        project_name=project_name,
+        next=safe_next(next_path),
+    )
+    response.headers["referrer-policy"] = "no-referrer"
+    return with_login_cookie(request, response, login_token)

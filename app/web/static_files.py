@@ -25,9 +25,11 @@ def cached_when_current(app: ASGIApp) -> ASGIApp:
         policy = CURRENT if _is_current(scope) else NOT_CURRENT
 
         async def send_with_policy(message: Message) -> None:
-            if message["type"] == "http.response.start":
+            # A file is cached by its policy; an error (a 404 page) keeps the page's headers.
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                replaced = (b"cache-control", b"x-content-type-options")
                 headers = [
-                    *(pair for pair in message.get("headers", ()) if pair[0] != b"cache-control"),
+                    *(pair for pair in message.get("headers", ()) if pair[0] not in replaced),
                     (b"cache-control", policy),
                     (b"x-content-type-options", b"nosniff"),
                 ]

@@ -34,7 +34,7 @@ from app.web.forms import (
 )
 from app.web.objects import dataset_named
 from app.web.once import new_form_id, once
-from app.web.rendering import page, redirect
+from app.web.rendering import download_disposition, page, redirect
 from app.web.sessions import session_of
 
 PAGE_SIZE = 50
@@ -167,12 +167,11 @@ class StudioPages(Controller):
         project_id = session_of(request).project_id
         dataset = await dataset_named(request, platform, dataset_id)
         chunks = await transfer.export_test_cases(platform, project_id, dataset.id)
-        filename = "".join(c if c.isalnum() or c in "-_" else "-" for c in dataset.name)[:60]
         return Stream(
             chunks,
             media_type="application/x-ndjson",
             headers={
-                "content-disposition": f'attachment; filename="{filename or "cases"}.jsonl"',
+                "content-disposition": download_disposition(dataset.name, ".jsonl"),
                 "cache-control": "no-store",  # a project's cases: kept by no cache
             },
         )

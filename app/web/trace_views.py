@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.db.traces import TraceRow
+from app.domain.json_nesting import too_deep
 from app.traces.spans import STATUS_ERROR, STATUS_OK, Span
 
 INPUT_SHOWN_CHARS = 140
@@ -46,7 +47,7 @@ def shown_value(value: Any) -> str:
 
 def pretty(value: Any) -> str:
     """A tool's arguments or result, indented: JSON in a string is read as JSON first."""
-    if isinstance(value, str):
+    if isinstance(value, str) and too_deep(value) is None:
         try:
             return shown_value(json.loads(value))
         except ValueError:

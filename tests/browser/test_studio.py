@@ -21,7 +21,8 @@ CRITERION = "The reply says when the money arrives."
 
 
 async def sign_in_by_link(page: Page, database_url: str, api_key: str) -> None:
-    """Open the one-time link `agentlasso dev` prints (made here for the key's project)."""
+    """Open the one-time link `agentlasso dev` prints (made here for the key's project), and
+    press its button."""
     connection = await asyncpg.connect(database_url)
     try:
         project_id = await connection.fetchval(
@@ -31,6 +32,7 @@ async def sign_in_by_link(page: Page, database_url: str, api_key: str) -> None:
     finally:
         await connection.close()
     await page.goto(f"/login?token={token}")
+    await page.get_by_role("button", name="Sign in to").click()
     await expect(page.get_by_role("heading", name="Datasets")).to_be_visible()
     # A link works once.
     await page.context.clear_cookies()

@@ -27,6 +27,7 @@ from app.devstack import (
 from app.devstack.ports import free_port
 from app.devstack.service_user import SERVICE_USER, postgres_user, shared_location
 from tests.support.waiting import WaitTimeout, wait_until
+from tests.support.web import hidden_field
 
 pytestmark = pytest.mark.slow
 
@@ -297,19 +298,28 @@ def _run_the_printed_demo_command(run: DevRun) -> subprocess.CompletedProcess[st
 
 
 def _sign_in_by_the_printed_link(run: DevRun) -> None:
-    """The banner's first line is the sign-in link: it signs in, once."""
+    """The banner's first line is the sign-in link: it opens a page whose button signs in,
+    once; the token is in no log line the processes write."""
     first = next(line for line in run.output().splitlines() if line.startswith("Open "))
     link = first.removeprefix("Open ").strip()
     assert link.startswith(f"{run.base_url}/login?token="), first
+    token = link.partition("token=")[2]
     with httpx.Client(timeout=30, trust_env=False) as browser:
         opened = browser.get(link)
-        assert opened.status_code == 303, opened.text
-        assert "agentlasso_session" in opened.cookies
+        assert opened.status_code == 200 and "agentlasso_session" not in opened.cookies
+        fields = {
+            name: hidden_field(opened.text, name) for name in ("login_token", "token", "next")
+        }
+        pressed = browser.post(f"{run.base_url}/login/link", data=fields)
+        assert pressed.status_code == 303, pressed.text
+        assert "agentlasso_session" in pressed.cookies
         datasets = browser.get(f"{run.base_url}/datasets")
         assert datasets.status_code == 200 and "demo" in datasets.text.lower(), datasets.text
     with httpx.Client(timeout=30, trust_env=False) as another:
         again = another.get(link)
         assert again.status_code == 401 and "used or has expired" in again.text
+    wait_until(lambda: "GET /login?token=[redacted]" in run.output(), 10, what="the access line")
+    assert run.output().count(token) == 1, "the token is printed in the banner, and only there"
 
 
 def test_children_die_when_dev_is_killed(

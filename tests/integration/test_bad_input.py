@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 
+from app.api.app import create_app
+from app.config import Settings
+from app.devstack.demo import DEMO_AGENT_PATH
 from tests.support.api import create_dataset
 from tests.support.assertions import assert_problem
+from tests.support.servers import serving
 
 
 @pytest.fixture
@@ -168,3 +174,67 @@ async def test_import_bad_content_type_is_415(
         headers={"content-type": "text/csv"},
     )
     assert_problem(response, 415)
+
+
+def nested(depth: int) -> str:
+    """JSON text of arrays nested `depth` levels deep, objects every other level."""
+    opening = "".join('{"k": ' if level % 2 else "[" for level in range(depth))
+    closing = "".join("}" if level % 2 else "]" for level in reversed(range(depth)))
+    return f"{opening}1{closing}"
+
+
+def with_value(body_before: str, depth: int, body_after: str = "}") -> bytes:
+    """A request body holding one value nested `depth` levels deep."""
+    return f"{body_before}{nested(depth)}{body_after}".encode()
+
+
+# The body's own object is one level: a value nested 63 deep inside it is 64 in all.
+@pytest.mark.parametrize("depth", [65, 200, 1_000, 5_000, 100_000])
+async def test_json_nested_too_deeply_is_422_naming_the_field(
+    client: httpx.AsyncClient, ids: dict[str, str], depth: int
+) -> None:
+    headers = {"content-type": "application/json"}
+    bodies = [
+        ("POST", "/api/v1/datasets",
+         with_value('{"name": "deep", "data_context": {"a": ', depth, "}}"), "/data_context/a"),
+        ("POST", f"/api/v1/datasets/{ids['dataset']}/test-cases",
+         with_value('{"input": "x", "evaluation_criteria_json": {"a": ', depth, "}}"),
+         "/evaluation_criteria_json/a"),
+        ("PATCH", f"/api/v1/test-cases/{ids['case']}",
+         with_value('{"evaluation_criteria_json": {"m": ', depth, "}}"),
+         "/evaluation_criteria_json/m"),
+    ]  # fmt: skip
+    for method, url, body, field in bodies:
+        response = await client.request(method, url, content=body, headers=headers)
+        problem = assert_problem(response, 422)
+        (error,) = problem["errors"]
+        assert error["pointer"].startswith(field), error
+        assert "Nested more than 64 levels" in error["detail"]
+
+
+@pytest.mark.parametrize("depth", [10, 60])
+async def test_json_nested_within_the_limit_is_taken(
+    client: httpx.AsyncClient, ids: dict[str, str], depth: int
+) -> None:
+    body = with_value('{"name": "nested", "data_context": {"a": ', depth, "}}")
+    response = await client.post(
+        "/api/v1/datasets", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 201, response.text
+    read = await client.get(f"/api/v1/datasets/{response.json()['id']}")
+    assert read.json()["data_context"] == {"a": json.loads(nested(depth))}
+
+
+async def test_the_demo_agent_refuses_json_nested_too_deeply(settings: Settings) -> None:
+    async with (
+        serving(create_app(msgspec.structs.replace(settings, demo_agent=True))) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        deep = with_value('{"input": ', 100_000)
+        refused = await http.post(
+            DEMO_AGENT_PATH, content=deep, headers={"content-type": "application/json"}
+        )
+        answered = await http.post(DEMO_AGENT_PATH, json={"input": "Where is my refund?"})
+    (error,) = assert_problem(refused, 422)["errors"]
+    assert error["pointer"].startswith("/input/0/k"), error
+    assert answered.status_code == 200, answered.text

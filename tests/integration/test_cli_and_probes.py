@@ -7,8 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import asyncpg
 import httpx
 
+from app.db import workers as worker_rows
 from tests.support.assertions import assert_problem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,3 +64,25 @@ async def test_health_ready_and_the_openapi_schema(anonymous: httpx.AsyncClient)
     for path in ("/api/v1/datasets", "/api/v1/eval-runs", "/api/v1/eval-run-results",
                  "/api/v1/agents", "/api/v1/datasets/{dataset_id}/test-cases/import"):  # fmt: skip
         assert path in schema["paths"], path
+
+
+async def test_a_project_sees_workers_without_their_host_or_pid(
+    database_url: str, api_process_url: str, api_key: str
+) -> None:
+    """A worker's host and pid are the operator's: the API's default hides them from tenants."""
+    host, pid = "worker-host-7", 4_194_301
+    worker_id = f"{host}:{pid}:abc123"
+    connection = await asyncpg.connect(database_url)
+    try:
+        await worker_rows.beat(connection, worker_id, host, pid, 10)
+        async with httpx.AsyncClient(base_url=api_process_url, timeout=30) as http:
+            answer = await http.get("/api/v1/workers", headers={"x-api-key": api_key})
+    finally:
+        await worker_rows.forget(connection, worker_id)
+        await connection.close()
+    assert answer.status_code == 200, answer.text
+    items = answer.json()["items"]
+    assert items, "the worker is listed"
+    for listed in items:
+        assert set(listed) == {"id", "started_at", "last_heartbeat_at", "chunks_held"}, listed
+    assert host not in answer.text and str(pid) not in answer.text

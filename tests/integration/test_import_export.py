@@ -183,3 +183,21 @@ async def test_export_then_import_gives_identical_cases(client: httpx.AsyncClien
     assert copied == original
     again = await client.get(f"/api/v1/datasets/{copy['id']}/test-cases/export")
     assert again.content == exported.content
+
+
+@pytest.mark.parametrize("depth", [70, 1_000, 100_000])
+async def test_a_line_nested_too_deeply_is_named_by_its_number_and_field(
+    client: httpx.AsyncClient, depth: int
+) -> None:
+    dataset = await create_dataset(client)
+    deep = "[" * depth + "]" * depth
+    body = (
+        b'{"input": "fine"}\n'
+        + f'{{"input": "x", "evaluation_criteria_json": {{"m": {deep}}}}}'.encode()
+    )
+    problem = assert_problem(await import_body(client, dataset["id"], body), 422)
+    (error,) = problem["errors"]
+    assert error["line"] == 2
+    assert error["pointer"].startswith("/evaluation_criteria_json/m/0/0"), error
+    assert "Nested more than 64 levels" in error["detail"]
+    assert await count_cases(client, dataset["id"]) == 0

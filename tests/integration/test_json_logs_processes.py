@@ -9,7 +9,7 @@ import subprocess
 import threading
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import msgspec
@@ -27,9 +27,9 @@ pytestmark = pytest.mark.slow
 class StderrLines:
     """A child process's stderr, read line by line as it comes."""
 
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        assert process.stderr is not None
-        self._stderr = process.stderr
+    def __init__(self, process: subprocess.Popen[str], stream: IO[str] | None = None) -> None:
+        self._stderr = stream or process.stderr
+        assert self._stderr is not None
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -151,3 +151,33 @@ def test_a_setting_refused_at_start_up_is_logged_as_json(command: str) -> None:
     [record] = json_records(done.stderr.splitlines())
     assert record["level"] == "CRITICAL"
     assert record["message"] == "AGENTLASSO_DB_POOL_MIN must be a whole number, got 'many'"
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_sign_in_links_token_is_in_no_log_line(settings: Settings, log_format: str) -> None:
+    """Opening a sign-in link and pressing its button: the token is in neither access line, in
+    uvicorn's own text format as in JSON."""
+    port = free_port()
+    argv = agentlasso("api", "--port", str(port), "--log-level", "info")
+    base_url = f"http://127.0.0.1:{port}"
+    token = f"link-{uuid.uuid4().hex}"
+    env = {**os.environ, **process_env(settings), "AGENTLASSO_LOG_FORMAT": log_format}
+    env["PYTHONUNBUFFERED"] = "1"
+    process = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    output = StderrLines(process, stream=process.stdout)
+    try:
+        wait_ready(base_url)
+        with httpx.Client(base_url=base_url) as web:
+            assert web.get("/login", params={"token": token, "next": "/runs"}).status_code == 401
+            web.post("/login/link", data={"token": token, "login_token": "x"})
+        wait_until(lambda: output.containing("/login/link"), 10, what="the access lines")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    logged = "\n".join(output.wait_closed())
+    assert "/login" in logged
+    assert token not in logged
+    if log_format == "text":
+        assert "token=[redacted]&next=%2Fruns" in logged, logged

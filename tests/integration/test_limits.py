@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import httpx
@@ -12,7 +12,7 @@ import pytest
 
 from app.api.app import create_app
 from app.config import Settings
-from tests.support.api import create_dataset, register_agent
+from tests.support.api import create_dataset, register_agent, start_run
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key
 from tests.support.fake_agent import running_fake_agent
@@ -120,3 +120,38 @@ async def test_a_dataset_holds_at_most_its_quota_of_cases(limited: Limited) -> N
     assert one_more.status_code == 201
     assert_problem(full, 409)
     assert after_delete.status_code == 201 and counted == 3
+
+
+async def open_streams(
+    stack: AsyncExitStack, client: httpx.AsyncClient, run_id: str, count: int
+) -> list[int]:
+    """`count` event streams of the run opened and kept open; the status each was answered."""
+    statuses = []
+    for _ in range(count):
+        stream = client.stream("GET", f"/api/v1/eval-runs/{run_id}/events")
+        answer = await stack.enter_async_context(stream)
+        statuses.append(answer.status_code)
+    return statuses
+
+
+async def test_a_few_projects_cannot_fill_the_servers_event_streams(
+    settings: Settings, database_url: str
+) -> None:
+    """Five projects each at their cap (the README's ratio: 5,000 in all, 1,000 each) would
+    fill the server: each may hold only half of what the others leave free, so a sixth
+    project still gets a stream, and a project past its own cap gets a 503."""
+    capped = msgspec.structs.replace(settings, max_waiters=10, max_waiters_per_project=2)
+    async with serving(create_app(capped)) as url, AsyncExitStack() as stack:
+        held: list[list[int]] = []
+        for _ in range(6):
+            headers = {"x-api-key": await new_project_key(database_url)}
+            client = httpx.AsyncClient(base_url=url, headers=headers, timeout=30)
+            await stack.enter_async_context(client)
+            dataset = await create_dataset(client)
+            await import_cases(client, dataset["id"], 1)
+            run = await start_run(client, dataset_id=dataset["id"])
+            held.append(await open_streams(stack, client, run["run_id"], 3))
+    assert held[0] == [200, 200, 503], "a project's own cap holds for event streams"
+    assert all(statuses[0] == 200 for statuses in held), held
+    served = sum(statuses.count(200) for statuses in held)
+    assert served <= 10, held

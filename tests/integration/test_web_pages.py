@@ -537,12 +537,27 @@ async def test_revoking_the_key_with_the_cli_ends_its_sessions_too(
     assert not await is_signed_in(person.web)
 
 
-# 6. The one-time sign-in link
+# 6. The one-time sign-in link: opening it shows a button; only the button signs in
 
 
 async def link_token(database: asyncpg.Connection, key: str) -> str:
     """A fresh one-time sign-in link's token for the key's project."""
     return await create_login_link_token(database, await project_of(database, key))
+
+
+async def press_sign_in(web: httpx.AsyncClient, link_page: httpx.Response) -> httpx.Response:
+    """Press the button of the page a sign-in link opened, as a browser submits its form."""
+    assert link_page.status_code == 200, link_page.text
+    fields = {name: hidden_field(link_page.text, name) for name in ("login_token", "token", "next")}
+    return await web.post("/login/link", data=fields)
+
+
+async def follow_link(
+    web: httpx.AsyncClient, token: str, **params: str
+) -> tuple[httpx.Response, httpx.Response]:
+    """Open a sign-in link and press its button: the page, and the button's answer."""
+    link_page = await web.get("/login", params={"token": token, **params})
+    return link_page, await press_sign_in(web, link_page)
 
 
 async def test_a_sign_in_link_signs_in_once(
@@ -551,7 +566,7 @@ async def test_a_sign_in_link_signs_in_once(
     await create_dataset(client, name="linked suite")
     token = await link_token(database, api_key)
     async with browser(base_url) as web:
-        answer = await web.get("/login", params={"token": token})
+        _, answer = await follow_link(web, token)
         assert answer.status_code == 303
         assert path_of(answer) == "/"
         assert session_cookie_set(answer) is not None
@@ -564,20 +579,72 @@ async def test_a_sign_in_link_signs_in_once(
         assert not await is_signed_in(again)
 
 
+async def test_opening_a_sign_in_link_uses_nothing_up_and_signs_nobody_in(
+    base_url: str, api_key: str, database: asyncpg.Connection
+) -> None:
+    """A link scanner (or a preview) opening the link, as often as it likes, leaves it for the
+    person; what they see names the project they would be signed in to."""
+    token = await link_token(database, api_key)
+    project_name = await database.fetchval(
+        "SELECT name FROM projects WHERE id = $1", await project_of(database, api_key)
+    )
+    async with browser(base_url) as scanner:
+        for _ in range(3):
+            opened = await scanner.get("/login", params={"token": token})
+            assert opened.status_code == 200
+            assert session_cookie_set(opened) is None
+            assert f"Sign in to {project_name}" in shown_text(opened.text)
+            assert opened.headers["referrer-policy"] == "no-referrer"
+        assert not await is_signed_in(scanner)
+    used = await database.fetchval(
+        "SELECT used_at FROM login_tokens WHERE token_hash = $1", token_hash(token)
+    )
+    assert used is None
+    async with browser(base_url) as person:
+        _, answer = await follow_link(person, token)
+        assert answer.status_code == 303
+        assert await is_signed_in(person)
+
+
+async def test_another_site_cannot_press_the_sign_in_button_for_a_browser(
+    base_url: str, api_key: str, database: asyncpg.Connection
+) -> None:
+    """Login CSRF: a page elsewhere posting its own link's token signs the browser into
+    nothing (it has no login cookie, or cannot know it), and the link stays usable."""
+    token = await link_token(database, api_key)
+    for visited_the_form in (False, True):
+        async with browser(base_url) as web:
+            if visited_the_form:
+                await web.get("/login")
+            forged = {"token": token, "login_token": "guess", "next": "/"}
+            answer = await web.post("/login/link", data=forged)
+            assert answer.status_code == 403
+            assert session_cookie_set(answer) is None
+            assert not await is_signed_in(web)
+    async with browser(base_url) as web:
+        _, answer = await follow_link(web, token)
+        assert answer.status_code == 303
+
+
 async def test_an_expired_sign_in_link_says_so_and_signs_nobody_in(
     base_url: str, api_key: str, database: asyncpg.Connection
 ) -> None:
     token = await link_token(database, api_key)
-    await database.execute(
-        "UPDATE login_tokens SET expires_at = now() - interval '1 second' WHERE token_hash = $1",
-        token_hash(token),
-    )
     async with browser(base_url) as web:
-        answer = await web.get("/login", params={"token": token})
-        assert answer.status_code == 401
-        assert "has been used or has expired" in shown_text(answer.text)
-        assert "API key" in shown_text(answer.text), "the sign-in form is shown instead"
-        assert session_cookie_set(answer) is None
+        link_page = await web.get("/login", params={"token": token})
+        await database.execute(
+            "UPDATE login_tokens SET expires_at = now() - interval '1 second' "
+            "WHERE token_hash = $1",
+            token_hash(token),
+        )
+        for answer in (
+            await web.get("/login", params={"token": token}),
+            await press_sign_in(web, link_page),
+        ):
+            assert answer.status_code == 401
+            assert "has been used or has expired" in shown_text(answer.text)
+            assert "API key" in shown_text(answer.text), "the sign-in form is shown instead"
+            assert session_cookie_set(answer) is None
         assert not await is_signed_in(web)
 
 
@@ -590,23 +657,28 @@ async def test_a_sign_in_forgets_links_that_were_used_or_expired(
         token_hash(expired),
     )
     async with browser(base_url) as web:
-        assert (await web.get("/login", params={"token": used})).status_code == 303
+        assert (await follow_link(web, used))[1].status_code == 303
     ours = [token_hash(token) for token in (used, expired, fresh)]
     kept = await database.fetch(
         "SELECT token_hash FROM login_tokens WHERE token_hash = ANY($1::bytea[])", ours
     )
     assert [row["token_hash"] for row in kept] == [token_hash(fresh)]
     async with browser(base_url) as web:
-        assert (await web.get("/login", params={"token": fresh})).status_code == 303
+        assert (await follow_link(web, fresh))[1].status_code == 303
 
 
 async def test_an_unknown_sign_in_link_says_so_and_signs_nobody_in(base_url: str) -> None:
     async with browser(base_url) as web:
+        login_page = await web.get("/login")
         for token in (secrets.token_urlsafe(32), "x" * 5000):
             answer = await web.get("/login", params={"token": token})
             assert answer.status_code == 401
             assert "has been used or has expired" in shown_text(answer.text)
             assert session_cookie_set(answer) is None
+            fields = {"token": token, "login_token": hidden_field(login_page.text, "login_token")}
+            pressed = await web.post("/login/link", data=fields)
+            assert pressed.status_code == 401
+            assert session_cookie_set(pressed) is None
         assert not await is_signed_in(web)
 
 
@@ -615,7 +687,8 @@ async def test_the_link_agentlasso_dev_prints_signs_in_and_goes_to_next(
 ) -> None:
     token = await dev_sign_in_token(database_url)
     async with browser(base_url) as web:
-        answer = await web.get("/login", params={"token": token, "next": "/settings"})
+        link_page, answer = await follow_link(web, token, next="/settings")
+        assert hidden_field(link_page.text, "next") == "/settings"
         assert answer.status_code == 303
         assert path_of(answer) == "/settings"
         assert (await web.get("/settings")).status_code == 200
@@ -655,7 +728,9 @@ async def test_a_sign_in_link_never_leads_off_site(
 ) -> None:
     token = await link_token(database, api_key)
     async with browser(base_url) as web:
-        answer = await as_sent(web, "GET", "/login", params={"token": token, "next": target})
+        link_page = await web.get("/login", params={"token": token, "next": target})
+        fields = {name: hidden_field(link_page.text, name) for name in ("login_token", "token")}
+        answer = await as_sent(web, "POST", "/login/link", data={**fields, "next": target})
         assert answer.status_code == 303
         assert is_same_site(answer), lands_on(answer)
 
@@ -684,8 +759,9 @@ def assert_locked_down(response: httpx.Response) -> None:
     sources = [source for values in csp.values() for source in values]
     assert all(source in ("'self'", "'none'", "data:") for source in sources), csp
     assert "'unsafe-inline'" not in csp.get("script-src", ["'unsafe-inline'"])
-    framing = response.headers.get("x-frame-options", "").upper()
-    assert csp.get("frame-ancestors") == ["'none'"] or framing in ("DENY", "SAMEORIGIN")
+    # Both: frame-ancestors for today's browsers, X-Frame-Options for those that predate it.
+    assert csp.get("frame-ancestors") == ["'none'"], csp
+    assert response.headers.get("x-frame-options") == "DENY", response.headers
     assert response.headers["x-content-type-options"] == "nosniff"
     assert "no-store" in response.headers["cache-control"]
 
@@ -717,8 +793,15 @@ async def test_error_pages_are_same_origin_unframable_and_never_cached(
 ) -> None:
     assert_locked_down(await person.web.get(f"/datasets/{uuid.uuid4()}"))
     assert_locked_down(await person.web.post("/datasets", data={"name": "no token"}))
+    assert_locked_down(
+        await person.web.get(f"/datasets/{uuid.uuid4()}", headers={"hx-request": "1"})
+    )
+    assert_locked_down(await person.web.put("/datasets", data={"csrf_token": person.csrf}))  # 405
+    too_large = {"csrf_token": person.csrf, "name": "x" * (11 * 1024 * 1024)}
+    assert_locked_down(await person.web.post("/datasets", data=too_large))  # 413
     async with browser(base_url) as stranger:
         assert_locked_down(await stranger.get("/no-such-page"))
+        assert_locked_down(await stranger.get("/static/no-such-file.css"))
 
 
 async def test_static_files_have_hashed_urls_and_are_cached_for_a_year(
@@ -825,6 +908,9 @@ async def test_a_new_dataset_without_a_name_shows_the_error_by_the_name_field(
             "Not valid JSON: Expecting value (line 1, column 12)",
         ),
         ('["eu"]', "Must be a JSON object"),
+        ('{"a": ' + "[" * 64 + "]" * 64 + "}", "Nested more than 64 levels"),
+        ('{"a": ' + "[" * 1_000 + "]" * 1_000 + "}", "Nested more than 64 levels"),
+        ('{"a": ' + '{"b": ' * 50_000 + "1" + "}" * 50_000 + "}", "Nested more than 64 levels"),
     ],
 )
 async def test_a_data_context_that_is_not_a_json_object_is_refused_by_its_field(

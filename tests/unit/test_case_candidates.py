@@ -217,3 +217,11 @@ def test_nothing_invalid_becomes_a_candidate(case: dict[str, Any]) -> None:
     assert len(ids) == len(set(ids))
     # It is exactly what a test case could be written with.
     msgspec.convert(msgspec.to_builtins(content.checks), list[Check])
+
+
+def test_a_plan_nested_too_deeply_is_refused_saying_so() -> None:
+    deep = "[" * 5_000 + "]" * 5_000
+    output = ModelOutput(stop_reason="end_turn", text=f'{{"slots": [], "x": {deep}}}')
+    assert (
+        read_plan(output, forced_tool=False) == "the answer is JSON nested more than 64 levels deep"
+    )

@@ -23,6 +23,7 @@ from app.observability.logs import (
     log_format_from_env,
     log_handler,
     log_level_from_env,
+    redacted_query,
 )
 
 RFC3339_UTC_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -386,3 +387,21 @@ def test_the_text_format_stays_for_people() -> None:
 def test_an_unknown_format_is_refused() -> None:
     with pytest.raises(ValueError, match="text, json"):
         configure_logging("xml")
+
+
+@pytest.mark.parametrize(
+    ("logged", "shown"),
+    [
+        ("/login?token=abc&next=/runs", "/login?token=[redacted]&next=/runs"),
+        (
+            "/x?api_key=k&q=refund&csrf_token=t",
+            "/x?api_key=[redacted]&q=refund&csrf_token=[redacted]",
+        ),
+        ("/x?Access%5FToken=v", "/x?Access%5FToken=[redacted]"),
+        ("/x?token", "/x?token"),
+        ("/datasets?q=token", "/datasets?q=token"),
+        ("/datasets", "/datasets"),
+    ],
+)
+def test_an_access_lines_credential_parameters_are_redacted(logged: str, shown: str) -> None:
+    assert redacted_query(logged) == shown

@@ -212,3 +212,12 @@ def test_a_model_without_a_price_is_refused(model: str) -> None:
 def test_usage_adds_up() -> None:
     total = Usage(1, 2, 3, 4).plus(Usage(10, 20, 30, 40))
     assert total == Usage(11, 22, 33, 44)
+
+
+@pytest.mark.parametrize("depth", [65, 1_000, 100_000])
+def test_an_answer_nested_too_deeply_is_no_verdict(depth: int) -> None:
+    """An agent's reply may steer the judge into answering with deeply nested JSON: decoding
+    it would raise RecursionError, so it is no verdict, said so."""
+    deep = "[" * depth + "]" * depth
+    verdict = read_text(f'{{"reasoning": "x", "passed": true, "extra": {deep}}}')
+    assert_no_verdict(verdict, "the judge's answer is JSON nested more than 64 levels deep")

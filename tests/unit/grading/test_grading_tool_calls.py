@@ -130,8 +130,9 @@ def test_malformed_tool_calls_never_raise(
     assert normalise_tool_calls(raw) == (calls, problems)
 
 
-def test_arguments_nested_too_deeply_are_kept_as_sent() -> None:
-    deep = "[" * 100_000 + "]" * 100_000
+@pytest.mark.parametrize("depth", [65, 900, 100_000])
+def test_arguments_nested_too_deeply_are_kept_as_sent(depth: int) -> None:
+    deep = "[" * depth + "]" * depth
     calls, _ = normalise_tool_calls([{"name": "a", "arguments": deep}])
     assert calls[0].arguments == deep
 
