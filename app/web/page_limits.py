@@ -36,8 +36,8 @@ async def within_page_rate(
 
 def too_many_requests(request: Request[Any, Any, Any], exc: TooManyRequests) -> Response[Any]:
     """A 429 with Retry-After: a page saying when to try again, or, for htmx (a live check, a
-    Preview, a filter), a notice in the page's place for notices (base.html), leaving the rest,
-and what was typed, as it was."""
+        Preview, a filter), a notice in the page's place for notices (base.html), leaving the rest,
+    and what was typed, as it was."""
     headers = {"retry-after": str(exc.retry_after_s)}
     if request.headers.get("hx-request"):
         response = page(request, "_rate_limited.html", status_code=429, detail=exc.detail)
