@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from uuid import UUID
 
 import msgspec
 
+from app.config import Settings
 from app.db import traces as trace_rows
 from app.db.traces import TraceFilters, TraceRow
 from app.domain.checks import Check
@@ -26,6 +28,7 @@ from app.errors import (
 from app.services.platform import Platform
 from app.services.test_cases import ContentWarning, create_test_case
 from app.traces.cases import case_input, suggested_checks
+from app.traces.limits import LimitExceeded
 from app.traces.otlp import (
     Encoding,
     Intake,
@@ -36,9 +39,13 @@ from app.traces.otlp import (
     encoding_of,
 )
 from app.traces.spans import Span
+from app.traces.trace_limits import trace_limits
 
-# A request over this size is checked on a thread, leaving the event loop to other requests.
-_CHECK_OFF_LOOP_BYTES = 256 * 1024
+# A request over this size is checked on a thread, leaving the event loop to other requests
+# (a few KB can hold a few thousand values); two at a time, so that a flood of checks never
+# crowds the event loop out of the interpreter.
+_CHECK_OFF_LOOP_BYTES = 4 * 1024
+_CHECKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="otlp-check")
 TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 # The cursor continues after (started_at in microseconds, trace id).
 TRACE_CURSOR_PATTERN = r"^(\d{1,17})\.([0-9a-f]{32})$"
@@ -76,17 +83,14 @@ async def accept_otlp(
     except OtlpError as exc:
         raise UnsupportedMediaType(str(exc), header="content-type") from exc
     try:
-        plain = decompressed(body, content_encoding, settings.trace_max_body_bytes)
-        intake = await _checked(plain, encoding)
+        plain = decompressed(body, content_encoding, *_plain_limit(settings, encoding))
+        intake = await _checked(plain, encoding, settings)
     except OtlpTooLarge as exc:
         raise BodyTooLarge(_sentence(exc)) from exc
+    except LimitExceeded as exc:
+        raise (MalformedBody if exc.too_deep else BodyTooLarge)(_sentence(exc)) from exc
     except OtlpError as exc:
         raise MalformedBody(_sentence(exc)) from exc
-    if intake.span_count > settings.trace_max_spans_per_request:
-        raise BodyTooLarge(
-            f"A request may carry at most {settings.trace_max_spans_per_request} spans; this one "
-            f"has {intake.span_count}. Send smaller batches (the SDK's max_export_batch_size)."
-        )
     if intake.accepted:
         gzipped = plain is not body
         await trace_rows.add_batch(
@@ -95,15 +99,28 @@ async def accept_otlp(
     return intake
 
 
+def _plain_limit(settings: Settings, encoding: Encoding) -> tuple[int, str]:
+    """The most bytes a request may take once decompressed, and the setting that says so:
+    JSON builds an object per value from far fewer bytes than protobuf needs."""
+    if encoding is Encoding.JSON:
+        return settings.trace_max_json_body_bytes, "AGENTLASSO_TRACE_MAX_JSON_BODY_BYTES"
+    return settings.trace_max_body_bytes, "AGENTLASSO_TRACE_MAX_BODY_BYTES"
+
+
 def _sentence(exc: Exception) -> str:
     text = str(exc)
     return text[:1].upper() + text[1:] + "."
 
 
-async def _checked(plain: bytes, encoding: Encoding) -> Intake:
+async def _checked(plain: bytes, encoding: Encoding, settings: Settings) -> Intake:
+    limits = trace_limits(settings)
+    max_spans = settings.trace_max_spans_per_request
     if len(plain) > _CHECK_OFF_LOOP_BYTES:
-        return await asyncio.to_thread(check, plain, encoding)
-    return check(plain, encoding)
+        # Bounded by the limits, and on a thread: the walk lets go of the interpreter
+        # every few milliseconds, so other requests go on meanwhile.
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(_CHECKERS, check, plain, encoding, limits, max_spans)
+    return check(plain, encoding, limits, max_spans)
 
 
 async def list_traces(

@@ -15,7 +15,11 @@ import asyncpg
 import httpx
 import pytest
 import pytest_asyncio
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from app.db import traces as trace_rows
 from app.db.pool import create_pool
@@ -587,3 +591,139 @@ async def test_a_filter_finds_old_matches_beyond_the_newest_traces_it_looks_thro
             break
     assert pages == ids[:0:-1], "every match, newest first, across pages"
     assert ids[0] not in pages
+
+
+def _json_with_attribute(value_json: bytes, attributes: int = 1) -> bytes:
+    """An OTLP/JSON request of one span whose attributes (a, a1, ...) each hold `value_json`."""
+    pairs = b",".join(b'{"key":"a%d","value":%s}' % (n, value_json) for n in range(attributes))
+    span = b'{"traceId":"%s","spanId":"%s","name":"s","attributes":[%s]}' % (
+        new_trace_id().encode(), new_span_id().encode(), pairs
+    )  # fmt: skip
+    return b'{"resourceSpans":[{"scopeSpans":[{"spans":[%s]}]}]}' % span
+
+
+def _json_array(count: int) -> bytes:
+    return b'{"arrayValue":{"values":[%s]}}' % b",".join([b"{}"] * count)
+
+
+def _json_nested(depth: int) -> bytes:
+    return b'{"arrayValue":{"values":[' * depth + b"{}" + b"]}}" * depth
+
+
+def _proto_with_attribute(value: AnyValue | bytes, attributes: int = 1) -> bytes:
+    """A protobuf request of one span whose attributes (a0, a1, ...) each hold `value`."""
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id = bytes.fromhex(new_trace_id()), bytes.fromhex(new_span_id())
+    written = value if isinstance(value, bytes) else value.SerializeToString()
+    pairs = b""
+    for n in range(attributes):
+        key = f"a{n}".encode()
+        pair = b"\x0a" + _varint(len(key)) + key + b"\x12" + _varint(len(written)) + written
+        pairs += b"\x4a" + _varint(len(pair)) + pair  # Span.attributes
+    span_bytes = span.SerializeToString() + pairs
+    scope = b"\x12" + _varint(len(span_bytes)) + span_bytes  # ScopeSpans.spans
+    resource = b"\x12" + _varint(len(scope)) + scope  # ResourceSpans.scope_spans
+    return b"\x0a" + _varint(len(resource)) + resource  # ExportTraceServiceRequest
+
+
+def _proto_array(count: int) -> AnyValue:
+    value = AnyValue()
+    value.array_value.values.extend([AnyValue()] * count)
+    return value
+
+
+def _proto_nested(depth: int) -> bytes:
+    """An array in an array ..., written on the wire: protobuf itself refuses to build one
+    nested past 100 messages."""
+    value = AnyValue(string_value="bottom").SerializeToString()
+    for _ in range(depth):
+        array = b"\x0a" + _varint(len(value)) + value  # ArrayValue.values
+        value = b"\x2a" + _varint(len(array)) + array  # AnyValue.array_value
+    return value
+
+
+def _varint(number: int) -> bytes:
+    written = b""
+    while number >= 0x80:
+        written += bytes([number & 0x7F | 0x80])
+        number >>= 7
+    return written + bytes([number])
+
+
+@pytest.mark.parametrize(
+    ("write", "headers", "status", "says"),
+    [
+        # 2 million empty values in one attribute: 6 MB, 13 KB gzipped.
+        (lambda: _json_with_attribute(_json_array(2_000_000)), JSON, 413,
+         "_MAX_VALUES_PER_REQUEST"),
+        # 101 attributes of 1,000 empty values each: 202 KB.
+        (lambda: _proto_with_attribute(_proto_array(1_000), 101), PROTOBUF, 413,
+         "_MAX_VALUES_PER_REQUEST"),
+        (lambda: _json_with_attribute(_json_array(10_000)), JSON, 413,
+         "_MAX_VALUES_PER_ATTRIBUTE"),
+        (lambda: _proto_with_attribute(_proto_array(10_000)), PROTOBUF, 413,
+         "_MAX_VALUES_PER_ATTRIBUTE"),
+        (lambda: _json_with_attribute(b'{"intValue":1}', 129), JSON, 413,
+         "_MAX_ATTRIBUTES_PER_SPAN"),
+        (lambda: _proto_with_attribute(AnyValue(int_value=1), 129), PROTOBUF, 413,
+         "_MAX_ATTRIBUTES_PER_SPAN"),
+        (lambda: _json_with_attribute(_json_nested(17)), JSON, 400, "_MAX_VALUE_DEPTH"),
+        (lambda: _proto_with_attribute(_proto_nested(17)), PROTOBUF, 400, "_MAX_VALUE_DEPTH"),
+        # Past what the JSON parser itself can nest: once a 500, and exporters retry a 5xx.
+        (lambda: _json_with_attribute(_json_nested(5_000)), JSON, 400, "nests too deeply"),
+        (lambda: _proto_with_attribute(_proto_nested(60)), PROTOBUF, 400, "_MAX_VALUE_DEPTH"),
+    ],
+    ids=[
+        "json-values", "proto-values", "json-attribute", "proto-attribute", "json-attributes",
+        "proto-attributes", "json-depth", "proto-depth", "json-parser-depth", "proto-parser-depth",
+    ],
+)  # fmt: skip
+async def test_a_request_whose_values_cost_more_than_its_bytes_is_refused_naming_the_limit(
+    client: httpx.AsyncClient, write: Any, headers: dict[str, str], status: int, says: str
+) -> None:
+    gzipped = gzip.compress(write())
+    response = await export(client, gzipped, {**headers, "content-encoding": "gzip"})
+    assert response.status_code == status, response.text[:500]
+    assert response.headers["content-type"] == "application/problem+json"
+    assert says in response.json()["detail"]
+
+
+@pytest.mark.parametrize("encoding", ["json", "protobuf"])
+async def test_a_resource_counts_its_values_once_for_every_span_it_is_kept_with(
+    client: httpx.AsyncClient, encoding: str
+) -> None:
+    trace_id = new_trace_id()
+    spans = [SpanSpec(trace_id, new_span_id(), "s", 0, 1) for _ in range(1_001)]
+    body = (json_request if encoding == "json" else protobuf_request)(spans)
+    fine = await export(client, body, JSON if encoding == "json" else PROTOBUF)
+    assert fine.status_code == 200, fine.text
+    # 100 resource attributes kept with each of 1,001 spans: 100,100 values to store.
+    wide = _with_resource_attributes(body, encoding, 100)
+    response = await export(client, wide, JSON if encoding == "json" else PROTOBUF)
+    assert response.status_code == 413, response.text[:500]
+    assert "_MAX_VALUES_PER_REQUEST" in response.json()["detail"]
+
+
+def _with_resource_attributes(body: bytes, encoding: str, count: int) -> bytes:
+    if encoding == "json":
+        request = json.loads(body)
+        request["resourceSpans"][0]["resource"]["attributes"] = [
+            {"key": f"r{n}", "value": {"intValue": n}} for n in range(count)
+        ]
+        return json.dumps(request).encode()
+    proto = ExportTraceServiceRequest.FromString(body)
+    for n in range(count):
+        proto.resource_spans[0].resource.attributes.add(key=f"r{n}").value.int_value = n
+    return proto.SerializeToString()
+
+
+async def test_a_json_request_has_a_lower_decompressed_limit_than_protobuf(
+    client: httpx.AsyncClient,
+) -> None:
+    # The defect's request: 11 million empty values, 33 MB of JSON, 32 KB gzipped.
+    bomb = gzip.compress(_json_with_attribute(_json_array(11_000_000)))
+    assert len(bomb) < 64 * 1024
+    response = await export(client, bomb, {**JSON, "content-encoding": "gzip"})
+    assert response.status_code == 413, response.text[:500]
+    assert "AGENTLASSO_TRACE_MAX_JSON_BODY_BYTES" in response.json()["detail"]
