@@ -405,6 +405,7 @@ CREATE TABLE traces (
     started_at timestamp with time zone NOT NULL DEFAULT now(),
     duration_ms bigint NOT NULL DEFAULT 0,
     span_count integer NOT NULL DEFAULT 0,
+    cuts text[] NOT NULL DEFAULT '{}'::text[],
     CONSTRAINT traces_pkey PRIMARY KEY (project_id, trace_id),
     CONSTRAINT traces_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
     CONSTRAINT traces_trace_id_check CHECK ((trace_id ~ '^[0-9a-f]{32}$'::text))

@@ -12,8 +12,10 @@ from uuid import UUID
 import msgspec
 
 from app.config import Settings
+from app.db import shown_spans, trace_lists
 from app.db import traces as trace_rows
-from app.db.traces import TraceFilters, TraceRow
+from app.db.trace_lists import TraceFilters
+from app.db.traces import TraceRow
 from app.domain.checks import Check
 from app.domain.test_cases import TestCase, TestCaseContent
 from app.errors import (
@@ -39,6 +41,7 @@ from app.traces.otlp import (
     encoding_of,
 )
 from app.traces.spans import Span
+from app.traces.summary_cuts import cut_mark
 from app.traces.trace_limits import trace_limits
 
 # A request over this size is checked on a thread, leaving the event loop to other requests
@@ -127,13 +130,12 @@ async def list_traces(
     platform: Platform, project_id: UUID, filters: TraceFilters, cursor: str | None, limit: int
 ) -> tuple[list[TraceRow], str | None]:
     """A page of the project's traces, newest first, and the cursor to the next one."""
-    rows = await trace_rows.list_traces(
+    rows, more = await trace_lists.list_traces(
         platform.pool, project_id, filters, decode_cursor(cursor), limit
     )
-    if len(rows) <= limit:
+    if not more or not rows:
         return rows, None
-    last = rows[limit - 1]
-    return rows[:limit], encode_cursor(last.started_at, last.trace_id)
+    return rows, encode_cursor(rows[-1].started_at, rows[-1].trace_id)
 
 
 def encode_cursor(started_at: datetime, trace_id: str) -> str:
@@ -159,7 +161,10 @@ def decode_cursor(cursor: str | None) -> tuple[datetime, str] | None:
 async def get_trace(platform: Platform, project_id: UUID, trace_id: str) -> TraceView:
     """A trace with its spans in start order and the cases made from it."""
     trace = await get_trace_summary(platform, project_id, trace_id)
-    spans = await trace_rows.trace_spans(platform.pool, project_id, trace_id, SPANS_SHOWN)
+    chars = platform.settings.trace_max_summary_chars
+    spans = await shown_spans.trace_spans(
+        platform.pool, project_id, trace_id, SPANS_SHOWN, chars, cut_mark(chars)
+    )
     cases = await trace_rows.cases_from_trace(platform.pool, project_id, trace_id)
     return TraceView(trace=trace, spans=spans, cases=cases)
 

@@ -51,6 +51,8 @@ class TraceSummary(msgspec.Struct, frozen=True, kw_only=True):
     started_ns: int = 0
     duration_ms: int = 0
     span_count: int = 0
+    # What was cut to keep the summary small, in words (app/traces/summary_cuts.py).
+    cuts: tuple[str, ...] = ()
 
 
 def summarise(spans: Sequence[Span]) -> TraceSummary:

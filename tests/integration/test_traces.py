@@ -21,7 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from app.db import traces as trace_rows
+from app.db import trace_lists
 from app.db.pool import create_pool
 from app.engine.trace_reading import (
     BATCHES_PER_PASS,
@@ -551,7 +551,7 @@ async def test_the_time_range_takes_rfc_3339_times_only(client: httpx.AsyncClien
 async def test_a_filter_finds_old_matches_beyond_the_newest_traces_it_looks_through_first(
     client: httpx.AsyncClient, pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(trace_rows, "RECENT_WINDOW", 1)  # a window of limit + 2 traces
+    monkeypatch.setattr(trace_lists, "RECENT_WINDOW", 1)  # a window of limit + 2 traces
     conversations = []
     for index in range(7):
         spans = refund_conversation()
@@ -727,3 +727,88 @@ async def test_a_json_request_has_a_lower_decompressed_limit_than_protobuf(
     response = await export(client, bomb, {**JSON, "content-encoding": "gzip"})
     assert response.status_code == 413, response.text[:500]
     assert "AGENTLASSO_TRACE_MAX_JSON_BODY_BYTES" in response.json()["detail"]
+
+
+def _tool_heavy_conversation(tool_calls: int, text_chars: int) -> list[SpanSpec]:
+    """An agent span whose input is `text_chars` long, and `tool_calls` tool spans whose
+    arguments are as long."""
+    trace_id, root = new_trace_id(), new_span_id()
+    spans = [
+        SpanSpec(trace_id, root, "invoke_agent bulky", 0, 10_000, attributes={
+            "openinference.span.kind": "AGENT", "input.value": "q" * text_chars}),
+    ]  # fmt: skip
+    spans += [
+        SpanSpec(trace_id, new_span_id(), f"tool {n}", 1 + n, 2 + n, root, attributes={
+            "openinference.span.kind": "TOOL", "tool.name": f"tool.{n}",
+            "input.value": "a" * text_chars})
+        for n in range(tool_calls)
+    ]  # fmt: skip
+    return spans
+
+
+async def test_a_stored_summary_is_cut_to_its_limits_saying_what_was_cut(
+    client: httpx.AsyncClient, pool: asyncpg.Pool
+) -> None:
+    spans = _tool_heavy_conversation(tool_calls=150, text_chars=30_000)
+    assert (await export(client, protobuf_request(spans), PROTOBUF)).status_code == 200
+    await read_waiting_traces(pool)
+    trace = await trace_of(client, spans[0].trace_id)
+    assert len(trace["input"]) == 10_000 + len("… (cut at 10,000 characters)")
+    assert trace["input"].endswith("… (cut at 10,000 characters)")
+    assert len(trace["tool_calls"]) == 100
+    assert trace["tool_calls"][0]["arguments"].endswith("… (cut at 10,000 characters)")
+    assert "the input cut at 10,000 of 30,000 characters" in trace["cuts"]
+    assert "the first 100 of 150 tool calls kept" in trace["cuts"]
+    assert trace["span_count"] == 151  # the spans themselves are all kept
+    listed = (await client.get("/api/v1/traces")).json()["items"][0]
+    assert listed["cuts"] == trace["cuts"]
+
+
+async def test_a_list_answer_stops_before_its_byte_budget_and_pages_on(
+    client: httpx.AsyncClient, pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conversations = []
+    for index in range(4):
+        spans = _tool_heavy_conversation(tool_calls=10, text_chars=9_000)
+        for spec in spans:
+            spec.start_ms += index * 100_000
+        conversations.append(spans)
+        await export(client, protobuf_request(spans), PROTOBUF)
+    await read_waiting_traces(pool)
+    one_trace = len((await client.get("/api/v1/traces", params={"limit": 1})).content)
+    monkeypatch.setattr(trace_lists, "PAGE_BYTES", 2 * one_trace)
+
+    seen: list[str] = []
+    cursor = None
+    for _ in range(4):
+        params: dict[str, Any] = {"limit": 50, **({"cursor": cursor} if cursor else {})}
+        response = await client.get("/api/v1/traces", params=params)
+        assert len(response.content) < 3 * one_trace, "a page stops at its byte budget"
+        page = response.json()
+        seen += [trace["trace_id"] for trace in page["items"]]
+        if not (cursor := page["next_cursor"]):
+            break
+    assert seen == [spans[0].trace_id for spans in conversations[::-1]]
+
+
+async def test_a_later_span_is_summed_in_without_reading_the_stored_spans_again(
+    client: httpx.AsyncClient, pool: asyncpg.Pool
+) -> None:
+    spans = refund_conversation()
+    trace_id = spans[0].trace_id
+    await export(client, protobuf_request(spans[:4]), PROTOBUF)
+    await read_waiting_traces(pool)
+    # Were the stored spans read back, the summary would now tell of this name and this reply.
+    await pool.execute(
+        "UPDATE trace_spans SET name = 'renamed in the database', attributes = '{}'::jsonb"
+        " WHERE trace_id = $1",
+        trace_id,
+    )
+    await export(client, protobuf_request(spans[4:]), PROTOBUF)
+    await read_waiting_traces(pool)
+    trace = await trace_of(client, trace_id)
+    assert trace["name"] == "invoke_agent support-bot"
+    assert trace["span_count"] == 5
+    assert trace["output"] == REPLY  # from the span that came last
+    assert [call["name"] for call in trace["tool_calls"]] == ["orders.lookup", "stripe.refund"]
+    assert trace["usage"] == {"input_tokens": 420, "output_tokens": 70}
