@@ -52,16 +52,22 @@ _ROW_FIELDS = tuple(field.name for field in msgspec.structs.fields(TraceRow))
 
 
 _ADD_BATCH = """
-INSERT INTO trace_batches (project_id, encoding, gzipped, body, span_count)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO trace_batches (project_id, encoding, gzipped, body, span_count, plain_bytes)
+VALUES ($1, $2, $3, $4, $5, $6)
 """
 
 
 async def add_batch(
-    executor: Executor, project_id: UUID, encoding: str, gzipped: bool, body: bytes, spans: int
+    executor: Executor,
+    project_id: UUID,
+    encoding: str,
+    gzipped: bool,
+    body: bytes,
+    counts: tuple[int, int],
 ) -> None:
-    """Keep an accepted request until a worker reads it."""
-    await executor.execute(_ADD_BATCH, project_id, encoding, gzipped, body, spans)
+    """Keep an accepted request until a worker reads it; counts: (its spans, its bytes once
+    decompressed)."""
+    await executor.execute(_ADD_BATCH, project_id, encoding, gzipped, body, *counts)
 
 
 # Each project's oldest first, projects in turn: a project sending a flood of spans delays
@@ -76,18 +82,29 @@ WITH projects AS (
         WHERE project_id = p.project_id ORDER BY id LIMIT $1
     ) b
 ), chosen AS (
-    SELECT t.id FROM trace_batches t JOIN heads h ON h.id = t.id
+    SELECT t.id, t.plain_bytes, h.turn FROM trace_batches t JOIN heads h ON h.id = t.id
     ORDER BY h.turn, t.id LIMIT $1
     FOR UPDATE OF t SKIP LOCKED
+), within_budget AS (
+    -- The first always, then as many as fit in $2 bytes once decompressed: those left stay
+    -- locked until the transaction ends, and wait for the next pass.
+    SELECT id FROM (
+        SELECT id, row_number() OVER taken AS position, sum(plain_bytes) OVER taken AS running
+        FROM chosen WINDOW taken AS (ORDER BY turn, id ROWS UNBOUNDED PRECEDING)
+    ) c
+    WHERE position = 1 OR running <= $2
 )
-DELETE FROM trace_batches WHERE id IN (SELECT id FROM chosen)
+DELETE FROM trace_batches WHERE id IN (SELECT id FROM within_budget)
 RETURNING id, project_id, encoding, gzipped, body, failed_attempts
 """
 
 
-async def claim_batches(connection: Connection, limit: int) -> list[ClaimedBatch]:
-    """Take up to `limit` batches off the inbox, for this transaction."""
-    rows = await connection.fetch(_CLAIM, limit)
+async def claim_batches(
+    connection: Connection, limit: int, budget_bytes: int
+) -> list[ClaimedBatch]:
+    """Take up to `limit` batches off the inbox, for this transaction, as many as fit in
+    `budget_bytes` once decompressed (one at least)."""
+    rows = await connection.fetch(_CLAIM, limit, budget_bytes)
     return [ClaimedBatch(*row) for row in rows]
 
 
@@ -153,11 +170,9 @@ RETURNING project_id, trace_id, span_id
 """
 
 
-async def insert_spans(
-    connection: Connection, spans: Sequence[tuple[UUID, Span]]
-) -> set[tuple[UUID, str, str]]:
-    """Store spans; a span id already stored for its trace is kept as it was. The spans
-    stored now, as (project, trace, span id)."""
+def span_columns(spans: Sequence[tuple[UUID, Span]]) -> list[list[Any]]:
+    """The spans as insert_spans' columns: their values written as JSON, which a caller may do
+    off the event loop (one attribute may be megabytes)."""
     columns: list[list[Any]] = [[] for _ in range(14)]
     for project_id, span in spans:
         values = (
@@ -169,6 +184,14 @@ async def insert_spans(
         )  # fmt: skip
         for column, value in zip(columns, values, strict=True):
             column.append(value)
+    return columns
+
+
+async def insert_spans(
+    connection: Connection, columns: list[list[Any]]
+) -> set[tuple[UUID, str, str]]:
+    """Store spans (span_columns' columns); a span id already stored for its trace is kept as
+    it was. The spans stored now, as (project, trace, span id)."""
     rows = await connection.fetch(_INSERT_SPANS, *columns)
     return {(row["project_id"], row["trace_id"], row["span_id"]) for row in rows}
 

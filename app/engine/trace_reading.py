@@ -29,8 +29,11 @@ from app.traces.summary_merge import merged
 
 log = logging.getLogger("agentlasso.traces")
 
-# Batches read per transaction: a few requests' worth of spans, a short transaction.
+# Batches read per transaction: a few requests' worth of spans, a short transaction; and no
+# more of them than fit in this many bytes once decompressed (one always), so a pass never
+# holds eight of the largest requests at once.
 BATCHES_PER_PASS = 8
+PASS_BYTES = 48 * 1024 * 1024
 # After each pass, a rest this many times as long as the pass took.
 REST_PER_PASS = 1.0
 # A batch that failed to store this many times is dropped (and logged), not retried forever.
@@ -75,7 +78,7 @@ async def read_some(pool: asyncpg.Pool, limit: int, limits: TraceLimits | None =
     """Read up to `limit` waiting batches in one transaction; how many were taken."""
     limits = limits or TraceLimits()
     try:
-        claim_some = partial(db.claim_batches, limit=limit)
+        claim_some = partial(db.claim_batches, limit=limit, budget_bytes=PASS_BYTES)
         return await _read_pass(pool, claim_some, limits)
     except _PassFailed as failed:
         # Each alone, so that only a batch that fails by itself is counted against it: one
@@ -135,9 +138,8 @@ async def _store(
     keys = sorted(arrived)
     held_before = await db.lock_traces(connection, keys)
     arrived = _within_cap(arrived, held_before)
-    stored = await db.insert_spans(
-        connection, [(key[0], span) for key, kept in arrived.items() for span in kept]
-    )
+    kept = [(key[0], span) for key, spans_kept in arrived.items() for span in spans_kept]
+    stored = await db.insert_spans(connection, await asyncio.to_thread(db.span_columns, kept))
     # Only the spans stored now are summed up: a span sent again is in the summary already.
     fresh = {
         key: [span for span in _unique(arrived[key]) if (*key, span.span_id) in stored]

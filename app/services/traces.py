@@ -86,8 +86,7 @@ async def accept_otlp(
     except OtlpError as exc:
         raise UnsupportedMediaType(str(exc), header="content-type") from exc
     try:
-        plain = decompressed(body, content_encoding, *_plain_limit(settings, encoding))
-        intake = await _checked(plain, encoding, settings)
+        plain_bytes, intake = await _checked(body, content_encoding, encoding, settings)
     except OtlpTooLarge as exc:
         raise BodyTooLarge(_sentence(exc)) from exc
     except LimitExceeded as exc:
@@ -95,9 +94,9 @@ async def accept_otlp(
     except OtlpError as exc:
         raise MalformedBody(_sentence(exc)) from exc
     if intake.accepted:
-        gzipped = plain is not body
+        gzipped = (content_encoding or "").strip().lower() == "gzip"
         await trace_rows.add_batch(
-            platform.pool, project_id, encoding.value, gzipped, body, intake.accepted
+            platform.pool, project_id, encoding.value, gzipped, body, (intake.accepted, plain_bytes)
         )
     return intake
 
@@ -115,15 +114,24 @@ def _sentence(exc: Exception) -> str:
     return text[:1].upper() + text[1:] + "."
 
 
-async def _checked(plain: bytes, encoding: Encoding, settings: Settings) -> Intake:
+async def _checked(
+    body: bytes, content_encoding: str | None, encoding: Encoding, settings: Settings
+) -> tuple[int, Intake]:
+    """The body's size once decompressed, and what it holds."""
+    if len(body) <= _CHECK_OFF_LOOP_BYTES and (content_encoding or "identity") == "identity":
+        return _read(body, content_encoding, encoding, settings)
+    # Bounded by the limits, and on a thread: inflating lets go of the interpreter, and the
+    # walk does every few milliseconds, so other requests go on meanwhile.
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_CHECKERS, _read, body, content_encoding, encoding, settings)
+
+
+def _read(
+    body: bytes, content_encoding: str | None, encoding: Encoding, settings: Settings
+) -> tuple[int, Intake]:
+    plain = decompressed(body, content_encoding, *_plain_limit(settings, encoding))
     limits = trace_limits(settings)
-    max_spans = settings.trace_max_spans_per_request
-    if len(plain) > _CHECK_OFF_LOOP_BYTES:
-        # Bounded by the limits, and on a thread: the walk lets go of the interpreter
-        # every few milliseconds, so other requests go on meanwhile.
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(_CHECKERS, check, plain, encoding, limits, max_spans)
-    return check(plain, encoding, limits, max_spans)
+    return len(plain), check(plain, encoding, limits, settings.trace_max_spans_per_request)
 
 
 async def list_traces(

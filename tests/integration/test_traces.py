@@ -23,6 +23,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from app.db import trace_lists
 from app.db.pool import create_pool
+from app.engine import trace_reading
 from app.engine.trace_reading import (
     BATCHES_PER_PASS,
     delete_expired_traces,
@@ -812,3 +813,15 @@ async def test_a_later_span_is_summed_in_without_reading_the_stored_spans_again(
     assert trace["output"] == REPLY  # from the span that came last
     assert [call["name"] for call in trace["tool_calls"]] == ["orders.lookup", "stripe.refund"]
     assert trace["usage"] == {"input_tokens": 420, "output_tokens": 70}
+
+
+async def test_a_pass_takes_no_more_batches_than_fit_in_its_byte_budget(
+    client: httpx.AsyncClient, pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await read_waiting_traces(pool)
+    body = protobuf_request(refund_conversation())
+    for _ in range(3):
+        await export(client, body, PROTOBUF)
+    monkeypatch.setattr(trace_reading, "PASS_BYTES", 2 * len(body))
+    assert await read_some(pool, BATCHES_PER_PASS) == 2, "the third waits for the next pass"
+    assert await read_some(pool, BATCHES_PER_PASS) == 1
