@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
+from typing import Any
 from uuid import UUID
 
 import asyncpg
@@ -24,7 +25,7 @@ from app.traces.limits import TraceLimits
 from app.traces.otlp import Encoding, OtlpError, decode, decompressed
 from app.traces.spans import Span
 from app.traces.summary import TraceSummary, summarise
-from app.traces.summary_cuts import cut_summary
+from app.traces.summary_cuts import cut_span, cut_summary
 from app.traces.summary_merge import merged
 
 log = logging.getLogger("agentlasso.traces")
@@ -139,7 +140,8 @@ async def _store(
     held_before = await db.lock_traces(connection, keys)
     arrived = _within_cap(arrived, held_before)
     kept = [(key[0], span) for key, spans_kept in arrived.items() for span in spans_kept]
-    stored = await db.insert_spans(connection, await asyncio.to_thread(db.span_columns, kept))
+    columns = await asyncio.to_thread(_columns, kept, limits.summary_chars)
+    stored = await db.insert_spans(connection, columns)
     # Only the spans stored now are summed up: a span sent again is in the summary already.
     fresh = {
         key: [span for span in _unique(arrived[key]) if (*key, span.span_id) in stored]
@@ -149,6 +151,11 @@ async def _store(
     before = await db.summaries_of(connection, seen_before) if seen_before else {}
     summaries = await asyncio.to_thread(_summaries, fresh, before, limits)
     await db.store_summaries(connection, summaries)
+
+
+def _columns(spans: list[tuple[UUID, Span]], chars: int) -> list[list[Any]]:
+    """The spans as stored (each long value cut), as the insert's columns."""
+    return db.span_columns([(project_id, cut_span(span, chars)) for project_id, span in spans])
 
 
 def _within_cap(

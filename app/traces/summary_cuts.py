@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from app.traces.limits import TraceLimits
+from app.traces.spans import Span
 from app.traces.summary import TraceMessage, TraceSummary, TraceToolCall
 from app.traces.values import json_text
 
@@ -102,3 +103,23 @@ def _named(cuts: list[str]) -> tuple[str, ...]:
     if len(cuts) <= _CUTS_NAMED:
         return tuple(cuts)
     return (*cuts[:_CUTS_NAMED], f"and {len(cuts) - _CUTS_NAMED:,} more cuts")
+
+
+def cut_span(span: Span, limit: int) -> Span:
+    """The span as it is stored: each attribute (of the span, its events and its resource)
+    longer than `limit` characters cut there, saying so. Nothing ever shows more of a value
+    (a trace's page and answer cut it the same way), so storing more would only cost."""
+    return msgspec.structs.replace(
+        span,
+        attributes=_cut_attributes(span.attributes, limit),
+        events=tuple(
+            msgspec.structs.replace(event, attributes=_cut_attributes(event.attributes, limit))
+            for event in span.events
+        ),
+        resource=_cut_attributes(span.resource, limit),
+    )
+
+
+def _cut_attributes(attributes: dict[str, Any], limit: int) -> dict[str, Any]:
+    ignored: list[str] = []
+    return {key: _cut_value(value, limit, key, ignored) for key, value in attributes.items()}

@@ -825,3 +825,28 @@ async def test_a_pass_takes_no_more_batches_than_fit_in_its_byte_budget(
     monkeypatch.setattr(trace_reading, "PASS_BYTES", 2 * len(body))
     assert await read_some(pool, BATCHES_PER_PASS) == 2, "the third waits for the next pass"
     assert await read_some(pool, BATCHES_PER_PASS) == 1
+
+
+async def test_a_span_is_stored_with_each_long_value_cut_and_its_summary_read_whole(
+    client: httpx.AsyncClient, pool: asyncpg.Pool
+) -> None:
+    spans = refund_conversation()
+    long_question = "Please refund order 1234. " + "It arrived broken. " * 1_000
+    for spec in spans:
+        if "gen_ai.input.messages" in spec.attributes:
+            spec.attributes["gen_ai.input.messages"] = json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": long_question}]}]
+            )
+    spans[0].attributes["app.payload"] = "x" * 5_000_000
+    await export(client, protobuf_request(spans), PROTOBUF)
+    await read_waiting_traces(pool)
+    stored = await pool.fetchval(
+        "SELECT max(length(attributes::text)) FROM trace_spans WHERE trace_id = $1",
+        spans[0].trace_id,
+    )
+    assert stored < 11_000, "5 MB is not stored to be cut on every read"
+    trace = await trace_of(client, spans[0].trace_id)
+    # The summary was read from the whole span: the question's text, cut only by the summary.
+    assert trace["input"].startswith("Please refund order 1234. It arrived broken.")
+    assert trace["input"].endswith("… (cut at 10,000 characters)")
+    assert "the input cut at 10,000 of 19,026 characters" in trace["cuts"]

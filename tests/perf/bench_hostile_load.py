@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import msgspec
 
+from tests.perf.bench_fairness import REFUND_CHECK, dataset_with
 from tests.perf.bench_hostile import percentiles, timed_elsewhere
 from tests.perf.harness import delayed_agent, new_key, rss_mb, server_urls, worker_process
 from tests.support.databases import drop_database, fresh_database
@@ -42,7 +42,6 @@ from tests.support.processes import ROOT, SECRET_KEY, api_process, free_port
 
 HOSTILE_PATHS = ("/header-bytes", "/header-count", "/huge-header", "/slow-headers")
 SAFETY_MB = 2_500
-REFUND_CHECK = {"type": "output_contains", "value": "refund"}
 JSON = {"content-type": "application/json", "content-encoding": "gzip"}
 PROTOBUF = {"content-type": "application/x-protobuf", "content-encoding": "gzip"}
 
@@ -98,20 +97,6 @@ async def invoke_attack(
         except httpx.HTTPError as exc:
             outcome = type(exc).__name__
         seen.setdefault(agent_id, []).append((outcome, time.perf_counter() - started))
-
-
-async def dataset_of(http: httpx.AsyncClient, cases: int) -> str:
-    dataset = (await http.post("/api/v1/datasets", json={"name": "load"})).json()
-    lines = b"".join(
-        msgspec.json.encode({"input": f"refund {n}", "checks": [REFUND_CHECK]}) + b"\n"
-        for n in range(cases)
-    )
-    await http.post(
-        f"/api/v1/datasets/{dataset['id']}/test-cases/import",
-        content=lines,
-        headers={"content-type": "application/x-ndjson"},
-    )
-    return str(dataset["id"])
 
 
 async def small_run(http: httpx.AsyncClient, dataset_id: str, agent_id: str) -> tuple[float, str]:
@@ -180,7 +165,7 @@ async def scenario(
     victim = httpx.AsyncClient(base_url=base, headers={"x-api-key": keys[1]}, timeout=120)
     async with attacker, victim:
         fast = (await victim.post("/api/v1/agents", json={"name": "f", "url": fast_url})).json()
-        small = await dataset_of(victim, 20)
+        small = await dataset_with(victim, 20, [REFUND_CHECK])
         await small_run(victim, small, fast["id"])  # the worker warmed up
         quiet_s, _ = await small_run(victim, small, fast["id"])
         await samples.quiet()
@@ -216,7 +201,7 @@ async def scenario(
 
 async def flood_runs(attacker: httpx.AsyncClient, hostile: dict[str, str]) -> list[str]:
     """Server-mode runs of the attacker against two of its floods: the worker's calls."""
-    flood_cases = await dataset_of(attacker, 8)
+    flood_cases = await dataset_with(attacker, 8, [REFUND_CHECK])
     return [
         (await attacker.post("/api/v1/eval-runs", json={
             "dataset_id": flood_cases, "agent_id": hostile[path], "concurrency": 4,
