@@ -80,8 +80,11 @@ def _tool_calls(
 
 
 def _usage(before: TraceUsage | None, new: TraceUsage | None) -> TraceUsage | None:
+    """Model calls' tokens add up; an agent's totals count only while no model call's do."""
     if before is None or new is None:
         return before or new
+    if not (before.from_model_calls and new.from_model_calls):
+        return new if new.from_model_calls else before
     return TraceUsage(
         input_tokens=before.input_tokens + new.input_tokens,
         output_tokens=before.output_tokens + new.output_tokens,
