@@ -96,6 +96,8 @@ def _key_value(body: bytes, start: int, end: int, counter: ValueCounter) -> None
     """One attribute: itself and every element nested in its value."""
     before = counter.values
     counter.add(1)
+    if _is_scalar(body, start, end):
+        return
     for number, first, last in _messages(body, start, end):
         if number == _KEY_VALUE_VALUE:
             _any_value(body, first, last, counter, 1, before)
@@ -125,6 +127,27 @@ def _kvlist_entry(
     for number, first, last in _messages(body, start, end):
         if number == _KEY_VALUE_VALUE:
             _any_value(body, first, last, counter, depth + 1, attribute_start)
+
+
+# The tags of a KeyValue's value and of an AnyValue's array_value and kvlist_value.
+_VALUE_TAG = _KEY_VALUE_VALUE << 3 | _LENGTH
+_NESTED_TAGS = frozenset({_ARRAY_VALUE << 3 | _LENGTH, _KVLIST_VALUE << 3 | _LENGTH})
+
+
+def _is_scalar(body: bytes, start: int, end: int) -> bool:
+    """Whether a KeyValue written as exporters write it (its key, then its value of one field)
+    holds no array or kvlist: most attributes, read without walking them. Anything else is
+    walked in full."""
+    if start >= end or body[start] != 0x0A:  # the key (field 1, length-delimited) first
+        return start >= end
+    length, position = _varint(body, start + 1, end)
+    position += length
+    if position >= end or body[position] != _VALUE_TAG:
+        return position == end  # no value at all is a scalar (an empty one)
+    length, position = _varint(body, position + 1, end)
+    if position + length != end:
+        return False
+    return length == 0 or body[position] not in _NESTED_TAGS
 
 
 def _messages(body: bytes, start: int, end: int) -> Iterator[tuple[int, int, int]]:
