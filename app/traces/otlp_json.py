@@ -121,6 +121,7 @@ def json_ids(body: bytes, limits: TraceLimits, max_spans: int) -> Iterator[Ids]:
     for resource_spans in request.resource_spans:
         resource = resource_spans.resource
         resource_values = _count_attributes(resource.attributes if resource else [], counter)
+        counter.values -= resource_values  # counted with each span instead, below
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
                 counter.add(resource_values)  # kept with every span under the resource

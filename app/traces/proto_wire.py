@@ -47,6 +47,7 @@ def _resource_spans(body: bytes, start: int, end: int, counter: ValueCounter) ->
             resource_values += _attributes(body, first, last, _RESOURCE_ATTRIBUTES, counter)
         elif number == _SCOPE_SPANS:
             scope_spans.append((first, last))
+    counter.values -= resource_values  # counted with each span instead, below
     for first, last in scope_spans:
         for ids in _scope_spans(body, first, last, counter):
             # The resource's attributes are kept with every span under it.
