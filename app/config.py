@@ -34,6 +34,21 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # An OTLP trace request: its body once decompressed, and the spans it may carry.
     trace_max_body_bytes: int = 32 * 1024 * 1024
     trace_max_spans_per_request: int = 10_000
+    # What reading a request costs is in its values, not its bytes (an array of 11 million
+    # empty values is 32 KB gzipped): OTLP/JSON's own, lower, decompressed size; the values a
+    # request and one attribute may hold (an attribute, each element of an array or kvlist
+    # value, and each event count one); attributes per span, event, link or resource
+    # (OpenTelemetry's own default is 128); how deep array and kvlist values may nest.
+    trace_max_json_body_bytes: int = 8 * 1024 * 1024
+    trace_max_values_per_request: int = 100_000
+    trace_max_values_per_attribute: int = 10_000
+    trace_max_attributes_per_span: int = 128
+    trace_max_value_depth: int = 16
+    # A trace's summary keeps at most this many characters of each text (input, reply, error,
+    # a message, a tool call's arguments or result) and this many messages and tool calls;
+    # each cut is said where it is made.
+    trace_max_summary_chars: int = 10_000
+    trace_max_summary_items: int = 100
     # Long-polls, event streams and CI batches waiting on runs that one API process holds, in
     # all and for one project: past these a new one is a 503 with Retry-After.
     max_waiters: int = 5_000
@@ -144,6 +159,13 @@ ENVIRONMENT_VARIABLES = {
     "max_import_lines": "AGENTLASSO_MAX_IMPORT_LINES",
     "trace_max_body_bytes": "AGENTLASSO_TRACE_MAX_BODY_BYTES",
     "trace_max_spans_per_request": "AGENTLASSO_TRACE_MAX_SPANS_PER_REQUEST",
+    "trace_max_json_body_bytes": "AGENTLASSO_TRACE_MAX_JSON_BODY_BYTES",
+    "trace_max_values_per_request": "AGENTLASSO_TRACE_MAX_VALUES_PER_REQUEST",
+    "trace_max_values_per_attribute": "AGENTLASSO_TRACE_MAX_VALUES_PER_ATTRIBUTE",
+    "trace_max_attributes_per_span": "AGENTLASSO_TRACE_MAX_ATTRIBUTES_PER_SPAN",
+    "trace_max_value_depth": "AGENTLASSO_TRACE_MAX_VALUE_DEPTH",
+    "trace_max_summary_chars": "AGENTLASSO_TRACE_MAX_SUMMARY_CHARS",
+    "trace_max_summary_items": "AGENTLASSO_TRACE_MAX_SUMMARY_ITEMS",
     "grading_budget_s": "AGENTLASSO_GRADING_BUDGET_S",
     "rate_limit_per_s": "AGENTLASSO_RATE_LIMIT_PER_S",
     "rate_limit_burst": "AGENTLASSO_RATE_LIMIT_BURST",
@@ -205,7 +227,15 @@ MUST_BE_POSITIVE = frozenset({
     "web_rate_limit_per_s", "web_rate_limit_burst", "quota_preview_calls_per_min",
     "server_judge_budget_usd_per_day", "quota_api_keys", "quota_keys_created_per_hour",
     "agent_max_header_bytes", "agent_max_headers",
+    "trace_max_json_body_bytes", "trace_max_values_per_request",
+    "trace_max_values_per_attribute", "trace_max_attributes_per_span", "trace_max_value_depth",
+    "trace_max_summary_chars", "trace_max_summary_items",
 })  # fmt: skip
+
+
+# Protobuf's parser stops at 100 nested messages, and a level of value nesting is two of them
+# under the five of a span's place in the request: deeper could not be read at all.
+MAX_TRACE_VALUE_DEPTH = 32
 
 
 def _parse(name: str, raw: str, kind: Any) -> Any:
@@ -284,6 +314,11 @@ def load_settings() -> Settings:
     if not values.get("project_share", 1) <= 1:
         raise SystemExit(
             f"AGENTLASSO_PROJECT_SHARE must be at most 1, got {values['project_share']}"
+        )
+    if not values.get("trace_max_value_depth", 1) <= MAX_TRACE_VALUE_DEPTH:
+        raise SystemExit(
+            f"AGENTLASSO_TRACE_MAX_VALUE_DEPTH must be at most {MAX_TRACE_VALUE_DEPTH}, "
+            f"got {values['trace_max_value_depth']}"
         )
     if values.get("public_url") is not None:
         values["public_url"] = parse_public_url("AGENTLASSO_PUBLIC_URL", values["public_url"])

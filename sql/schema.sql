@@ -362,6 +362,7 @@ CREATE TABLE trace_batches (
     body bytea NOT NULL,
     span_count integer NOT NULL,
     failed_attempts integer NOT NULL DEFAULT 0,
+    plain_bytes bigint NOT NULL DEFAULT 0,
     CONSTRAINT trace_batches_encoding_check CHECK ((encoding = ANY (ARRAY['protobuf'::text, 'json'::text]))),
     CONSTRAINT trace_batches_pkey PRIMARY KEY (id),
     CONSTRAINT trace_batches_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
@@ -405,6 +406,7 @@ CREATE TABLE traces (
     started_at timestamp with time zone NOT NULL DEFAULT now(),
     duration_ms bigint NOT NULL DEFAULT 0,
     span_count integer NOT NULL DEFAULT 0,
+    cuts text[] NOT NULL DEFAULT '{}'::text[],
     CONSTRAINT traces_pkey PRIMARY KEY (project_id, trace_id),
     CONSTRAINT traces_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
     CONSTRAINT traces_trace_id_check CHECK ((trace_id ~ '^[0-9a-f]{32}$'::text))

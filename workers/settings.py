@@ -36,6 +36,7 @@ from app.observability.worker_port import serve_worker_port
 from app.off_loop import leave_startup_out_of_collections
 from app.secrets_box import require_secret_key
 from app.services.operations import refresh_queue_gauges
+from app.traces.trace_limits import trace_limits
 
 DEFAULT_CONCURRENCY = 100
 # A chunk whose worker has not beaten for this long is taken to be dead and redone.
@@ -107,7 +108,9 @@ async def startup(ctx: dict[str, Any]) -> None:
         asyncio.create_task(
             every(STALE_AFTER_S / 4, lambda: reap(state, STALE_AFTER_S, LOST_AFTER_S))
         ),
-        asyncio.create_task(every(TRACE_READ_S, lambda: read_waiting_traces(state.pool))),
+        asyncio.create_task(
+            every(TRACE_READ_S, lambda: read_waiting_traces(state.pool, trace_limits(settings)))
+        ),
         asyncio.create_task(every(TRACE_EXPIRY_S, lambda: delete_expired_traces(state.pool))),
     ]
 

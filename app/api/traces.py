@@ -15,7 +15,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from app.api.auth import PlatformDep, ProjectId, provide_project_id, require_api_key
 from app.api.pagination import DEFAULT_LIMIT, Limit, body_id
 from app.api.test_cases import TestCase, case_out
-from app.db.traces import TraceFilters, TraceRow
+from app.db.trace_lists import TraceFilters
+from app.db.traces import TraceRow
 from app.domain.checks import WrittenChecks
 from app.errors import FieldError, InvalidInput
 from app.services import traces as service
@@ -84,6 +85,8 @@ class Trace(msgspec.Struct, kw_only=True):
     usage: TraceUsage | None
     error: str | None
     span_count: int
+    # What the summary cut to stay small, in words (each cut text also ends saying so).
+    cuts: list[str] = []
     # Only on a single trace (`GET /traces/{trace_id}`): its spans and the cases made from it.
     spans: list[SpanOut] | msgspec.UnsetType = msgspec.UNSET
     test_case_ids: list[str] | msgspec.UnsetType = msgspec.UNSET
@@ -164,6 +167,7 @@ def trace_out(row: TraceRow) -> Trace:
         ),
         error=row.error,
         span_count=row.span_count,
+        cuts=list(row.cuts),
     )
 
 

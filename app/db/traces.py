@@ -10,8 +10,8 @@ from uuid import UUID
 import msgspec
 
 from app.db.pool import Connection, Executor, jsonb_text
-from app.traces.spans import Span, SpanEvent
-from app.traces.summary import TraceSummary
+from app.traces.spans import Span
+from app.traces.summary import TraceMessage, TraceSummary, TraceToolCall, TraceUsage
 
 # Search reads this much of a trace's input and reply: enough for any phrase a person types.
 SEARCH_TEXT_CHARS = 4_000
@@ -26,16 +26,6 @@ class ClaimedBatch(msgspec.Struct, frozen=True):
     gzipped: bool
     body: bytes
     failed_attempts: int
-
-
-class TraceFilters(msgspec.Struct, frozen=True, kw_only=True):
-    """What the traces list is narrowed to."""
-
-    text: str | None = None
-    tool: str | None = None
-    errors_only: bool = False
-    started_after: datetime | None = None
-    started_before: datetime | None = None
 
 
 class TraceRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -54,19 +44,30 @@ class TraceRow(msgspec.Struct, frozen=True, kw_only=True):
     duration_ms: int
     span_count: int
     received_at: datetime
+    # What was cut to keep the summary small, in words.
+    cuts: list[str] = []
+
+
+_ROW_FIELDS = tuple(field.name for field in msgspec.structs.fields(TraceRow))
 
 
 _ADD_BATCH = """
-INSERT INTO trace_batches (project_id, encoding, gzipped, body, span_count)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO trace_batches (project_id, encoding, gzipped, body, span_count, plain_bytes)
+VALUES ($1, $2, $3, $4, $5, $6)
 """
 
 
 async def add_batch(
-    executor: Executor, project_id: UUID, encoding: str, gzipped: bool, body: bytes, spans: int
+    executor: Executor,
+    project_id: UUID,
+    encoding: str,
+    gzipped: bool,
+    body: bytes,
+    counts: tuple[int, int],
 ) -> None:
-    """Keep an accepted request until a worker reads it."""
-    await executor.execute(_ADD_BATCH, project_id, encoding, gzipped, body, spans)
+    """Keep an accepted request until a worker reads it; counts: (its spans, its bytes once
+    decompressed)."""
+    await executor.execute(_ADD_BATCH, project_id, encoding, gzipped, body, *counts)
 
 
 # Each project's oldest first, projects in turn: a project sending a flood of spans delays
@@ -81,18 +82,29 @@ WITH projects AS (
         WHERE project_id = p.project_id ORDER BY id LIMIT $1
     ) b
 ), chosen AS (
-    SELECT t.id FROM trace_batches t JOIN heads h ON h.id = t.id
+    SELECT t.id, t.plain_bytes, h.turn FROM trace_batches t JOIN heads h ON h.id = t.id
     ORDER BY h.turn, t.id LIMIT $1
     FOR UPDATE OF t SKIP LOCKED
+), within_budget AS (
+    -- The first always, then as many as fit in $2 bytes once decompressed: those left stay
+    -- locked until the transaction ends, and wait for the next pass.
+    SELECT id FROM (
+        SELECT id, row_number() OVER taken AS position, sum(plain_bytes) OVER taken AS running
+        FROM chosen WINDOW taken AS (ORDER BY turn, id ROWS UNBOUNDED PRECEDING)
+    ) c
+    WHERE position = 1 OR running <= $2
 )
-DELETE FROM trace_batches WHERE id IN (SELECT id FROM chosen)
+DELETE FROM trace_batches WHERE id IN (SELECT id FROM within_budget)
 RETURNING id, project_id, encoding, gzipped, body, failed_attempts
 """
 
 
-async def claim_batches(connection: Connection, limit: int) -> list[ClaimedBatch]:
-    """Take up to `limit` batches off the inbox, for this transaction."""
-    rows = await connection.fetch(_CLAIM, limit)
+async def claim_batches(
+    connection: Connection, limit: int, budget_bytes: int
+) -> list[ClaimedBatch]:
+    """Take up to `limit` batches off the inbox, for this transaction, as many as fit in
+    `budget_bytes` once decompressed (one at least)."""
+    rows = await connection.fetch(_CLAIM, limit, budget_bytes)
     return [ClaimedBatch(*row) for row in rows]
 
 
@@ -154,11 +166,13 @@ FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::smal
     $7::bigint[], $8::bigint[], $9::smallint[], $10::text[], $11::text[], $12::text[],
     $13::text[], $14::text[]) AS u (p, t, s, ps, n, k, sn, en, sc, sm, a, e, r, sp)
 ON CONFLICT DO NOTHING
+RETURNING project_id, trace_id, span_id
 """
 
 
-async def insert_spans(connection: Connection, spans: Sequence[tuple[UUID, Span]]) -> None:
-    """Store spans; a span id already stored for its trace is kept as it was."""
+def span_columns(spans: Sequence[tuple[UUID, Span]]) -> list[list[Any]]:
+    """The spans as insert_spans' columns: their values written as JSON, which a caller may do
+    off the event loop (one attribute may be megabytes)."""
     columns: list[list[Any]] = [[] for _ in range(14)]
     for project_id, span in spans:
         values = (
@@ -170,60 +184,49 @@ async def insert_spans(connection: Connection, spans: Sequence[tuple[UUID, Span]
         )  # fmt: skip
         for column, value in zip(columns, values, strict=True):
             column.append(value)
-    await connection.execute(_INSERT_SPANS, *columns)
+    return columns
 
 
-_SPANS_OF = """
-SELECT s.project_id, s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.start_ns,
-       s.end_ns, s.status_code, s.status_message, s.attributes, s.events, s.resource, s.scope
+async def insert_spans(
+    connection: Connection, columns: list[list[Any]]
+) -> set[tuple[UUID, str, str]]:
+    """Store spans (span_columns' columns); a span id already stored for its trace is kept as
+    it was. The spans stored now, as (project, trace, span id)."""
+    rows = await connection.fetch(_INSERT_SPANS, *columns)
+    return {(row["project_id"], row["trace_id"], row["span_id"]) for row in rows}
+
+
+_SUMMARIES_OF = """
+SELECT t.project_id, t.trace_id, t.name, t.input, t.output, t.messages, t.tool_calls, t.model,
+       t.usage, t.error, t.started_at, t.duration_ms, t.span_count, t.cuts
 FROM unnest($1::uuid[], $2::text[]) AS k (project_id, trace_id)
-JOIN trace_spans s ON s.project_id = k.project_id AND s.trace_id = k.trace_id
+JOIN traces t ON t.project_id = k.project_id AND t.trace_id = k.trace_id
 """
 
 
-async def spans_of(
+async def summaries_of(
     executor: Executor, keys: Sequence[tuple[UUID, str]]
-) -> dict[tuple[UUID, str], list[Span]]:
-    """Every stored span of these traces, by key."""
-    rows = await executor.fetch(_SPANS_OF, [key[0] for key in keys], [key[1] for key in keys])
-    found: dict[tuple[UUID, str], list[Span]] = {}
-    for row in rows:
-        found.setdefault((row["project_id"], row["trace_id"]), []).append(_span(row))
-    return found
+) -> dict[tuple[UUID, str], TraceSummary]:
+    """The stored summaries of these traces, by key (their spans are not read)."""
+    rows = await executor.fetch(_SUMMARIES_OF, [key[0] for key in keys], [key[1] for key in keys])
+    return {(row["project_id"], row["trace_id"]): _stored_summary(row) for row in rows}
 
 
-_TRACE_SPANS = """
-SELECT project_id, trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, status_code,
-       status_message, attributes, events, resource, scope
-FROM trace_spans WHERE project_id = $1 AND trace_id = $2
-ORDER BY start_ns, span_id
-LIMIT $3
-"""
-
-
-async def trace_spans(
-    executor: Executor, project_id: UUID, trace_id: str, limit: int
-) -> list[Span]:
-    """A trace's first `limit` spans in the order they started."""
-    rows = await executor.fetch(_TRACE_SPANS, project_id, trace_id, limit)
-    return [_span(row) for row in rows]
-
-
-def _span(row: Any) -> Span:
-    return Span(
-        trace_id=row["trace_id"],
-        span_id=row["span_id"],
-        parent_span_id=row["parent_span_id"],
+def _stored_summary(row: Any) -> TraceSummary:
+    started = row["started_at"]
+    return TraceSummary(
         name=row["name"],
-        kind=row["kind"],
-        start_ns=row["start_ns"],
-        end_ns=row["end_ns"],
-        status_code=row["status_code"],
-        status_message=row["status_message"],
-        attributes=row["attributes"],
-        events=tuple(msgspec.convert(event, SpanEvent) for event in row["events"]),
-        resource=row["resource"],
-        scope=row["scope"],
+        input=row["input"],
+        output=row["output"],
+        messages=msgspec.convert(row["messages"], tuple[TraceMessage, ...]),
+        tool_calls=msgspec.convert(row["tool_calls"], tuple[TraceToolCall, ...]),
+        model=row["model"],
+        usage=None if row["usage"] is None else msgspec.convert(row["usage"], TraceUsage),
+        error=row["error"],
+        started_ns=round(started.timestamp() * 1_000_000) * 1_000,
+        duration_ms=row["duration_ms"],
+        span_count=row["span_count"],
+        cuts=tuple(row["cuts"]),
     )
 
 
@@ -232,7 +235,7 @@ UPDATE traces SET
     name = $3, input = $4, output = $5, search_text = $6, messages = $7, tool_calls = $8,
     tool_names = $9, model = $10, usage = $11, error = $12,
     started_at = COALESCE(to_timestamp(NULLIF($13::bigint, 0) / 1e9), received_at),
-    duration_ms = $14, span_count = $15, updated_at = now()
+    duration_ms = $14, span_count = $15, cuts = $16, updated_at = now()
 WHERE project_id = $1 AND trace_id = $2
 """
 
@@ -252,7 +255,7 @@ def _summary_row(project_id: UUID, trace_id: str, summary: TraceSummary) -> tupl
         msgspec.to_builtins(summary.tool_calls), tool_names, _text_or_none(summary.model),
         None if summary.usage is None else msgspec.to_builtins(summary.usage),
         _text_or_none(summary.error), _bigint(summary.started_ns),
-        max(0, summary.duration_ms), summary.span_count,
+        max(0, summary.duration_ms), summary.span_count, [text(cut) for cut in summary.cuts],
     )  # fmt: skip
 
 
@@ -280,107 +283,14 @@ def _bigint(value: int) -> int:
     return value if 0 <= value < 2**63 else 0
 
 
-# The conversation (messages) is left out: a list never shows it, and it is most of a row.
-_COLUMNS = """t.trace_id, t.name, t.input, t.output, '[]'::jsonb AS messages, t.tool_calls,
-       t.model, t.usage, t.error, t.started_at, t.duration_ms, t.span_count, t.received_at"""
-# Where the page is in time: the time range and the cursor, which the newest-first index reads.
-_IN_TIME = """project_id = $1
-  AND ($5::timestamptz IS NULL OR started_at >= $5)
-  AND ($6::timestamptz IS NULL OR started_at < $6)
-  AND ($7::timestamptz IS NULL OR (started_at, trace_id) < ($7, $8::text))"""
-_MATCHING = """($2::text IS NULL OR search_text ILIKE '%' || $2 || '%')
-  AND ($3::text IS NULL OR tool_names @> ARRAY[$3::text])
-  AND (NOT $4::boolean OR error IS NOT NULL)"""
-# The conversation (messages) is left out: a list never shows it, and it is most of a row.
-_LIST = f"""
-SELECT {_COLUMNS} FROM traces t
-WHERE {_IN_TIME} AND {_MATCHING}
-ORDER BY t.started_at DESC, t.trace_id DESC
-LIMIT $9
-"""
-# A filter that matches many traces finds its page among the newest few thousand, reading
-# them newest first and stopping at a full page; read through the search and tool indexes
-# instead, it would read and sort every match first (half a second when 100,000 match).
-_LIST_RECENT = f"""
-SELECT {_COLUMNS} FROM (
-    SELECT trace_id FROM (
-        SELECT trace_id, started_at, search_text, tool_names, error FROM traces
-        WHERE {_IN_TIME}
-        ORDER BY started_at DESC, trace_id DESC
-        LIMIT $10
-    ) recent
-    WHERE {_MATCHING}
-    ORDER BY started_at DESC, trace_id DESC
-    LIMIT $9
-) page
-JOIN traces t ON t.project_id = $1 AND t.trace_id = page.trace_id
-ORDER BY t.started_at DESC, t.trace_id DESC
-"""
-_WINDOW_COUNT = """
-SELECT count(*) FROM (
-    SELECT 1 FROM traces
-    WHERE project_id = $1
-      AND ($2::timestamptz IS NULL OR started_at >= $2)
-      AND ($3::timestamptz IS NULL OR started_at < $3)
-      AND ($4::timestamptz IS NULL OR (started_at, trace_id) < ($4, $5::text))
-    LIMIT $6
-) window_rows
-"""
-# How many of the newest traces a filtered page looks through before it turns to the indexes.
-RECENT_WINDOW = 2_000
-
-
-async def list_traces(
-    executor: Executor,
-    project_id: UUID,
-    filters: TraceFilters,
-    after: tuple[datetime, str] | None,
-    limit: int,
-) -> list[TraceRow]:
-    """A page of a project's traces, newest first; one more than `limit` when more follow."""
-    arguments = (
-        project_id,
-        _like_pattern(filters.text),
-        filters.tool,
-        filters.errors_only,
-        filters.started_after,
-        filters.started_before,
-        after[0] if after else None,
-        after[1] if after else None,
-        limit + 1,
-    )
-    if filters.text or filters.tool or filters.errors_only:
-        window = RECENT_WINDOW + limit + 1
-        rows = await executor.fetch(_LIST_RECENT, *arguments, window)
-        # A full page among the newest, or fewer because the window held every trace in time.
-        if len(rows) > limit or await _all_in_window(executor, arguments, window):
-            return [_row(row) for row in rows]
-    return [_row(row) for row in await executor.fetch(_LIST, *arguments)]
-
-
-async def _all_in_window(executor: Executor, arguments: tuple[Any, ...], window: int) -> bool:
-    """Whether the newest `window` traces in time are all there are (so none match beyond)."""
-    project_id, *_, started_after, started_before, after_time, after_id, _ = arguments
-    count: int = await executor.fetchval(
-        _WINDOW_COUNT, project_id, started_after, started_before, after_time, after_id, window + 1
-    )
-    return count <= window
-
-
-def _row(row: Any) -> TraceRow:
-    return TraceRow(**dict(row))
-
-
-def _like_pattern(search: str | None) -> str | None:
-    """The text as a literal inside an ILIKE pattern."""
-    if not search:
-        return None
-    return search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+def trace_row(row: Any) -> TraceRow:
+    """A trace's summary from a row holding (at least) its columns."""
+    return TraceRow(**{key: row[key] for key in _ROW_FIELDS})
 
 
 _GET = """
 SELECT trace_id, name, input, output, messages, tool_calls, model, usage, error, started_at,
-       duration_ms, span_count, received_at
+       duration_ms, span_count, received_at, cuts
 FROM traces WHERE project_id = $1 AND trace_id = ANY($2::text[])
 """
 
@@ -390,7 +300,7 @@ async def get_traces(
 ) -> dict[str, TraceRow]:
     """Those of these traces the project has, by id."""
     rows = await executor.fetch(_GET, project_id, list(trace_ids))
-    return {row["trace_id"]: _row(row) for row in rows}
+    return {row["trace_id"]: trace_row(row) for row in rows}
 
 
 _TOOLS = """

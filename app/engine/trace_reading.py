@@ -1,9 +1,10 @@
 """A worker's duty of reading accepted OTLP requests into spans and trace summaries.
 
 Requests wait in `trace_batches` as they came. A worker takes a few off (skipping those another
-worker holds), decodes them, stores their spans once each, and sums up every trace they touched
-from all of its spans so far. All in one transaction: a worker that dies leaves the batches
-where they were, and a batch read twice stores nothing twice.
+worker holds), decodes them, stores their spans once each, and brings the summary of every
+trace they touched up to date with the spans it had not stored before, never reading the
+earlier ones back. All in one transaction: a worker that dies leaves the batches where they
+were, and a batch read twice stores nothing twice.
 """
 
 from __future__ import annotations
@@ -13,20 +14,27 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
+from typing import Any
 from uuid import UUID
 
 import asyncpg
 
 from app.db import traces as db
 from app.db.pool import Connection
+from app.traces.limits import TraceLimits
 from app.traces.otlp import Encoding, OtlpError, decode, decompressed
 from app.traces.spans import Span
 from app.traces.summary import TraceSummary, summarise
+from app.traces.summary_cuts import cut_span, cut_summary
+from app.traces.summary_merge import merged
 
 log = logging.getLogger("agentlasso.traces")
 
-# Batches read per transaction: a few requests' worth of spans, a short transaction.
+# Batches read per transaction: a few requests' worth of spans, a short transaction; and no
+# more of them than fit in this many bytes once decompressed (one always), so a pass never
+# holds eight of the largest requests at once.
 BATCHES_PER_PASS = 8
+PASS_BYTES = 48 * 1024 * 1024
 # After each pass, a rest this many times as long as the pass took.
 REST_PER_PASS = 1.0
 # A batch that failed to store this many times is dropped (and logged), not retried forever.
@@ -39,19 +47,19 @@ _MAX_PLAIN_BYTES = 256 * 1024 * 1024
 EXPIRED_PER_BATCH = 2_000
 EXPIRY_PAUSE_S = 0.2
 
-# A trace stores at most this many spans (each new batch sums a trace up from all of them).
+# A trace stores at most this many spans.
 MAX_SPANS_PER_TRACE = 10_000
 
 TraceKey = tuple[UUID, str]
 
 
-async def read_waiting_traces(pool: asyncpg.Pool) -> None:
+async def read_waiting_traces(pool: asyncpg.Pool, limits: TraceLimits | None = None) -> None:
     """Read batches until none wait, resting between passes as long as each took: reading
     traces takes at most about half of a worker, whatever arrives, and its run lanes the
     rest. A backlog waits in the inbox; more workers read it faster."""
     while True:
         began = time.perf_counter()
-        if not await read_some(pool, BATCHES_PER_PASS):
+        if not await read_some(pool, BATCHES_PER_PASS, limits):
             return
         await asyncio.sleep((time.perf_counter() - began) * REST_PER_PASS)
 
@@ -67,22 +75,24 @@ class _PassFailed(Exception):
 Claim = Callable[[Connection], Awaitable[list[db.ClaimedBatch]]]
 
 
-async def read_some(pool: asyncpg.Pool, limit: int) -> int:
+async def read_some(pool: asyncpg.Pool, limit: int, limits: TraceLimits | None = None) -> int:
     """Read up to `limit` waiting batches in one transaction; how many were taken."""
+    limits = limits or TraceLimits()
     try:
-        return await _read_pass(pool, lambda connection: db.claim_batches(connection, limit))
+        claim_some = partial(db.claim_batches, limit=limit, budget_bytes=PASS_BYTES)
+        return await _read_pass(pool, claim_some, limits)
     except _PassFailed as failed:
         # Each alone, so that only a batch that fails by itself is counted against it: one
         # project's bad batch never costs another project's batches their attempts.
         for batch_id in failed.batch_ids:
             try:
-                await _read_pass(pool, partial(db.claim_batch, batch_id=batch_id))
+                await _read_pass(pool, partial(db.claim_batch, batch_id=batch_id), limits)
             except _PassFailed:
                 await db.note_failed(pool, [batch_id])
         return len(failed.batch_ids)
 
 
-async def _read_pass(pool: asyncpg.Pool, claim: Claim) -> int:
+async def _read_pass(pool: asyncpg.Pool, claim: Claim, limits: TraceLimits) -> int:
     """Claim batches, store their spans and sum up their traces, in one transaction."""
     claimed_ids: list[int] = []
     try:
@@ -90,7 +100,7 @@ async def _read_pass(pool: asyncpg.Pool, claim: Claim) -> int:
             batches = await claim(connection)
             claimed_ids = [batch.id for batch in batches]
             spans = await asyncio.to_thread(_spans_of_batches, batches)
-            await _store(connection, spans)
+            await _store(connection, spans, limits)
             return len(batches)
     except (asyncpg.PostgresError, OSError) as exc:
         if not claimed_ids:
@@ -119,23 +129,33 @@ def _spans_of_batches(batches: Sequence[db.ClaimedBatch]) -> list[tuple[UUID, Sp
     return spans
 
 
-async def _store(connection: Connection, spans: list[tuple[UUID, Span]]) -> None:
-    """Store the spans and sum up each trace they belong to."""
+async def _store(
+    connection: Connection, spans: list[tuple[UUID, Span]], limits: TraceLimits
+) -> None:
+    """Store the spans and bring each trace they belong to up to date with the new ones."""
     if not spans:
         return
     arrived = _by_trace(spans)
     keys = sorted(arrived)
     held_before = await db.lock_traces(connection, keys)
     arrived = _within_cap(arrived, held_before)
-    await db.insert_spans(
-        connection, [(key[0], span) for key, kept in arrived.items() for span in kept]
-    )
-    # A trace seen for the first time has only the spans that just arrived: no need to read.
+    kept = [(key[0], span) for key, spans_kept in arrived.items() for span in spans_kept]
+    columns = await asyncio.to_thread(_columns, kept, limits.summary_chars)
+    stored = await db.insert_spans(connection, columns)
+    # Only the spans stored now are summed up: a span sent again is in the summary already.
+    fresh = {
+        key: [span for span in _unique(arrived[key]) if (*key, span.span_id) in stored]
+        for key in keys
+    }
     seen_before = [key for key in keys if held_before.get(key)]
-    stored = await db.spans_of(connection, seen_before) if seen_before else {}
-    whole = {key: stored.get(key) or _unique(arrived[key]) for key in keys}
-    summaries = await asyncio.to_thread(_summaries, whole)
+    before = await db.summaries_of(connection, seen_before) if seen_before else {}
+    summaries = await asyncio.to_thread(_summaries, fresh, before, limits)
     await db.store_summaries(connection, summaries)
+
+
+def _columns(spans: list[tuple[UUID, Span]], chars: int) -> list[list[Any]]:
+    """The spans as stored (each long value cut), as the insert's columns."""
+    return db.span_columns([(project_id, cut_span(span, chars)) for project_id, span in spans])
 
 
 def _within_cap(
@@ -164,16 +184,27 @@ def _unique(spans: list[Span]) -> list[Span]:
     return list({span.span_id: span for span in reversed(spans)}.values())
 
 
-def _summaries(whole: dict[TraceKey, list[Span]]) -> list[tuple[UUID, str, TraceSummary]]:
-    return [(key[0], key[1], _summary(key, spans)) for key, spans in whole.items()]
+def _summaries(
+    fresh: dict[TraceKey, list[Span]],
+    before: dict[TraceKey, TraceSummary],
+    limits: TraceLimits,
+) -> list[tuple[UUID, str, TraceSummary]]:
+    """Each trace's summary joined with its new spans', cut to the limits; a trace that got
+    no new span keeps the one it has."""
+    return [
+        (key[0], key[1], cut_summary(_summary(key, spans, before.get(key)), limits))
+        for key, spans in fresh.items()
+        if spans or key not in before
+    ]
 
 
-def _summary(key: TraceKey, spans: list[Span]) -> TraceSummary:
+def _summary(key: TraceKey, spans: list[Span], before: TraceSummary | None) -> TraceSummary:
     try:
-        return summarise(spans)
+        new = summarise(spans)
     except Exception:  # a bug in reading one trace must not lose the spans of the others
         log.exception("summing up trace %s failed", key[1])
-        return TraceSummary(name=spans[0].name, span_count=len(spans))
+        new = TraceSummary(name=spans[0].name if spans else "", span_count=len(spans))
+    return new if before is None else merged(before, new)
 
 
 async def delete_expired_traces(pool: asyncpg.Pool) -> None:

@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from uuid import UUID
 
 import msgspec
 
+from app.config import Settings
+from app.db import shown_spans, trace_lists
 from app.db import traces as trace_rows
-from app.db.traces import TraceFilters, TraceRow
+from app.db.trace_lists import TraceFilters
+from app.db.traces import TraceRow
 from app.domain.checks import Check
 from app.domain.test_cases import TestCase, TestCaseContent
 from app.errors import (
@@ -26,6 +30,7 @@ from app.errors import (
 from app.services.platform import Platform
 from app.services.test_cases import ContentWarning, create_test_case
 from app.traces.cases import case_input, suggested_checks
+from app.traces.limits import LimitExceeded
 from app.traces.otlp import (
     Encoding,
     Intake,
@@ -36,9 +41,14 @@ from app.traces.otlp import (
     encoding_of,
 )
 from app.traces.spans import Span
+from app.traces.summary_cuts import cut_mark
+from app.traces.trace_limits import trace_limits
 
-# A request over this size is checked on a thread, leaving the event loop to other requests.
-_CHECK_OFF_LOOP_BYTES = 256 * 1024
+# A request over this size is checked on a thread, leaving the event loop to other requests
+# (a few KB can hold a few thousand values); two at a time, so that a flood of checks never
+# crowds the event loop out of the interpreter.
+_CHECK_OFF_LOOP_BYTES = 4 * 1024
+_CHECKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="otlp-check")
 TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 # The cursor continues after (started_at in microseconds, trace id).
 TRACE_CURSOR_PATTERN = r"^(\d{1,17})\.([0-9a-f]{32})$"
@@ -76,23 +86,27 @@ async def accept_otlp(
     except OtlpError as exc:
         raise UnsupportedMediaType(str(exc), header="content-type") from exc
     try:
-        plain = decompressed(body, content_encoding, settings.trace_max_body_bytes)
-        intake = await _checked(plain, encoding)
+        plain_bytes, intake = await _checked(body, content_encoding, encoding, settings)
     except OtlpTooLarge as exc:
         raise BodyTooLarge(_sentence(exc)) from exc
+    except LimitExceeded as exc:
+        raise (MalformedBody if exc.too_deep else BodyTooLarge)(_sentence(exc)) from exc
     except OtlpError as exc:
         raise MalformedBody(_sentence(exc)) from exc
-    if intake.span_count > settings.trace_max_spans_per_request:
-        raise BodyTooLarge(
-            f"A request may carry at most {settings.trace_max_spans_per_request} spans; this one "
-            f"has {intake.span_count}. Send smaller batches (the SDK's max_export_batch_size)."
-        )
     if intake.accepted:
-        gzipped = plain is not body
+        gzipped = (content_encoding or "").strip().lower() == "gzip"
         await trace_rows.add_batch(
-            platform.pool, project_id, encoding.value, gzipped, body, intake.accepted
+            platform.pool, project_id, encoding.value, gzipped, body, (intake.accepted, plain_bytes)
         )
     return intake
+
+
+def _plain_limit(settings: Settings, encoding: Encoding) -> tuple[int, str]:
+    """The most bytes a request may take once decompressed, and the setting that says so:
+    JSON builds an object per value from far fewer bytes than protobuf needs."""
+    if encoding is Encoding.JSON:
+        return settings.trace_max_json_body_bytes, "AGENTLASSO_TRACE_MAX_JSON_BODY_BYTES"
+    return settings.trace_max_body_bytes, "AGENTLASSO_TRACE_MAX_BODY_BYTES"
 
 
 def _sentence(exc: Exception) -> str:
@@ -100,23 +114,36 @@ def _sentence(exc: Exception) -> str:
     return text[:1].upper() + text[1:] + "."
 
 
-async def _checked(plain: bytes, encoding: Encoding) -> Intake:
-    if len(plain) > _CHECK_OFF_LOOP_BYTES:
-        return await asyncio.to_thread(check, plain, encoding)
-    return check(plain, encoding)
+async def _checked(
+    body: bytes, content_encoding: str | None, encoding: Encoding, settings: Settings
+) -> tuple[int, Intake]:
+    """The body's size once decompressed, and what it holds."""
+    if len(body) <= _CHECK_OFF_LOOP_BYTES and (content_encoding or "identity") == "identity":
+        return _read(body, content_encoding, encoding, settings)
+    # Bounded by the limits, and on a thread: inflating lets go of the interpreter, and the
+    # walk does every few milliseconds, so other requests go on meanwhile.
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_CHECKERS, _read, body, content_encoding, encoding, settings)
+
+
+def _read(
+    body: bytes, content_encoding: str | None, encoding: Encoding, settings: Settings
+) -> tuple[int, Intake]:
+    plain = decompressed(body, content_encoding, *_plain_limit(settings, encoding))
+    limits = trace_limits(settings)
+    return len(plain), check(plain, encoding, limits, settings.trace_max_spans_per_request)
 
 
 async def list_traces(
     platform: Platform, project_id: UUID, filters: TraceFilters, cursor: str | None, limit: int
 ) -> tuple[list[TraceRow], str | None]:
     """A page of the project's traces, newest first, and the cursor to the next one."""
-    rows = await trace_rows.list_traces(
+    rows, more = await trace_lists.list_traces(
         platform.pool, project_id, filters, decode_cursor(cursor), limit
     )
-    if len(rows) <= limit:
+    if not more or not rows:
         return rows, None
-    last = rows[limit - 1]
-    return rows[:limit], encode_cursor(last.started_at, last.trace_id)
+    return rows, encode_cursor(rows[-1].started_at, rows[-1].trace_id)
 
 
 def encode_cursor(started_at: datetime, trace_id: str) -> str:
@@ -142,7 +169,10 @@ def decode_cursor(cursor: str | None) -> tuple[datetime, str] | None:
 async def get_trace(platform: Platform, project_id: UUID, trace_id: str) -> TraceView:
     """A trace with its spans in start order and the cases made from it."""
     trace = await get_trace_summary(platform, project_id, trace_id)
-    spans = await trace_rows.trace_spans(platform.pool, project_id, trace_id, SPANS_SHOWN)
+    chars = platform.settings.trace_max_summary_chars
+    spans = await shown_spans.trace_spans(
+        platform.pool, project_id, trace_id, SPANS_SHOWN, chars, cut_mark(chars)
+    )
     cases = await trace_rows.cases_from_trace(platform.pool, project_id, trace_id)
     return TraceView(trace=trace, spans=spans, cases=cases)
 

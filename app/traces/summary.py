@@ -33,6 +33,9 @@ class TraceUsage(msgspec.Struct, frozen=True, kw_only=True):
 
     input_tokens: int = 0
     output_tokens: int = 0
+    # False when no model call recorded tokens and an agent span's totals stand in: those
+    # already hold its children's, so a later join must not add model calls' to them.
+    from_model_calls: bool = True
 
 
 class TraceSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,6 +54,8 @@ class TraceSummary(msgspec.Struct, frozen=True, kw_only=True):
     started_ns: int = 0
     duration_ms: int = 0
     span_count: int = 0
+    # What was cut to keep the summary small, in words (app/traces/summary_cuts.py).
+    cuts: tuple[str, ...] = ()
 
 
 def summarise(spans: Sequence[Span]) -> TraceSummary:
@@ -172,6 +177,7 @@ def _usage(trace: Sequence[ReadSpan]) -> TraceUsage | None:
     """
     counted = [read for read in trace if _has_tokens(read)]
     model_calls = [read for read in counted if read.reading.kind == "model_call"]
+    from_model_calls = bool(model_calls)
     if not model_calls and counted:
         model_calls = [min(counted, key=lambda read: read.depth)]
     if not model_calls:
@@ -179,6 +185,7 @@ def _usage(trace: Sequence[ReadSpan]) -> TraceUsage | None:
     return TraceUsage(
         input_tokens=sum(read.reading.input_tokens or 0 for read in model_calls),
         output_tokens=sum(read.reading.output_tokens or 0 for read in model_calls),
+        from_model_calls=from_model_calls,
     )
 
 

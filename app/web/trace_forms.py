@@ -14,7 +14,8 @@ from urllib.parse import urlencode
 
 import msgspec
 
-from app.db.traces import TraceFilters, TraceRow
+from app.db.trace_lists import TraceFilters
+from app.db.traces import TraceRow
 from app.domain.checks import Check, ToolCalled, ToolNotCalled, ToolOrder, type_of
 from app.traces.cases import case_input
 from app.web.case_form import PRODUCT_NAMES

@@ -15,10 +15,15 @@ import asyncpg
 import httpx
 import pytest
 import pytest_asyncio
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from app.db import traces as trace_rows
+from app.db import trace_lists
 from app.db.pool import create_pool
+from app.engine import trace_reading
 from app.engine.trace_reading import (
     BATCHES_PER_PASS,
     delete_expired_traces,
@@ -547,7 +552,7 @@ async def test_the_time_range_takes_rfc_3339_times_only(client: httpx.AsyncClien
 async def test_a_filter_finds_old_matches_beyond_the_newest_traces_it_looks_through_first(
     client: httpx.AsyncClient, pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(trace_rows, "RECENT_WINDOW", 1)  # a window of limit + 2 traces
+    monkeypatch.setattr(trace_lists, "RECENT_WINDOW", 1)  # a window of limit + 2 traces
     conversations = []
     for index in range(7):
         spans = refund_conversation()
@@ -587,3 +592,261 @@ async def test_a_filter_finds_old_matches_beyond_the_newest_traces_it_looks_thro
             break
     assert pages == ids[:0:-1], "every match, newest first, across pages"
     assert ids[0] not in pages
+
+
+def _json_with_attribute(value_json: bytes, attributes: int = 1) -> bytes:
+    """An OTLP/JSON request of one span whose attributes (a, a1, ...) each hold `value_json`."""
+    pairs = b",".join(b'{"key":"a%d","value":%s}' % (n, value_json) for n in range(attributes))
+    span = b'{"traceId":"%s","spanId":"%s","name":"s","attributes":[%s]}' % (
+        new_trace_id().encode(), new_span_id().encode(), pairs
+    )  # fmt: skip
+    return b'{"resourceSpans":[{"scopeSpans":[{"spans":[%s]}]}]}' % span
+
+
+def _json_array(count: int) -> bytes:
+    return b'{"arrayValue":{"values":[%s]}}' % b",".join([b"{}"] * count)
+
+
+def _json_nested(depth: int) -> bytes:
+    return b'{"arrayValue":{"values":[' * depth + b"{}" + b"]}}" * depth
+
+
+def _proto_with_attribute(value: AnyValue | bytes, attributes: int = 1) -> bytes:
+    """A protobuf request of one span whose attributes (a0, a1, ...) each hold `value`."""
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id = bytes.fromhex(new_trace_id()), bytes.fromhex(new_span_id())
+    written = value if isinstance(value, bytes) else value.SerializeToString()
+    pairs = b""
+    for n in range(attributes):
+        key = f"a{n}".encode()
+        pair = b"\x0a" + _varint(len(key)) + key + b"\x12" + _varint(len(written)) + written
+        pairs += b"\x4a" + _varint(len(pair)) + pair  # Span.attributes
+    span_bytes = span.SerializeToString() + pairs
+    scope = b"\x12" + _varint(len(span_bytes)) + span_bytes  # ScopeSpans.spans
+    resource = b"\x12" + _varint(len(scope)) + scope  # ResourceSpans.scope_spans
+    return b"\x0a" + _varint(len(resource)) + resource  # ExportTraceServiceRequest
+
+
+def _proto_array(count: int) -> AnyValue:
+    value = AnyValue()
+    value.array_value.values.extend([AnyValue()] * count)
+    return value
+
+
+def _proto_nested(depth: int) -> bytes:
+    """An array in an array ..., written on the wire: protobuf itself refuses to build one
+    nested past 100 messages."""
+    value = AnyValue(string_value="bottom").SerializeToString()
+    for _ in range(depth):
+        array = b"\x0a" + _varint(len(value)) + value  # ArrayValue.values
+        value = b"\x2a" + _varint(len(array)) + array  # AnyValue.array_value
+    return value
+
+
+def _varint(number: int) -> bytes:
+    written = b""
+    while number >= 0x80:
+        written += bytes([number & 0x7F | 0x80])
+        number >>= 7
+    return written + bytes([number])
+
+
+@pytest.mark.parametrize(
+    ("write", "headers", "status", "says"),
+    [
+        # 2 million empty values in one attribute: 6 MB, 13 KB gzipped.
+        (lambda: _json_with_attribute(_json_array(2_000_000)), JSON, 413,
+         "_MAX_VALUES_PER_REQUEST"),
+        # 101 attributes of 1,000 empty values each: 202 KB.
+        (lambda: _proto_with_attribute(_proto_array(1_000), 101), PROTOBUF, 413,
+         "_MAX_VALUES_PER_REQUEST"),
+        (lambda: _json_with_attribute(_json_array(10_000)), JSON, 413,
+         "_MAX_VALUES_PER_ATTRIBUTE"),
+        (lambda: _proto_with_attribute(_proto_array(10_000)), PROTOBUF, 413,
+         "_MAX_VALUES_PER_ATTRIBUTE"),
+        (lambda: _json_with_attribute(b'{"intValue":1}', 129), JSON, 413,
+         "_MAX_ATTRIBUTES_PER_SPAN"),
+        (lambda: _proto_with_attribute(AnyValue(int_value=1), 129), PROTOBUF, 413,
+         "_MAX_ATTRIBUTES_PER_SPAN"),
+        (lambda: _json_with_attribute(_json_nested(17)), JSON, 400, "_MAX_VALUE_DEPTH"),
+        (lambda: _proto_with_attribute(_proto_nested(17)), PROTOBUF, 400, "_MAX_VALUE_DEPTH"),
+        # Past what the JSON parser itself can nest: once a 500, and exporters retry a 5xx.
+        (lambda: _json_with_attribute(_json_nested(5_000)), JSON, 400, "nests too deeply"),
+        (lambda: _proto_with_attribute(_proto_nested(60)), PROTOBUF, 400, "_MAX_VALUE_DEPTH"),
+    ],
+    ids=[
+        "json-values", "proto-values", "json-attribute", "proto-attribute", "json-attributes",
+        "proto-attributes", "json-depth", "proto-depth", "json-parser-depth", "proto-parser-depth",
+    ],
+)  # fmt: skip
+async def test_a_request_whose_values_cost_more_than_its_bytes_is_refused_naming_the_limit(
+    client: httpx.AsyncClient, write: Any, headers: dict[str, str], status: int, says: str
+) -> None:
+    gzipped = gzip.compress(write())
+    response = await export(client, gzipped, {**headers, "content-encoding": "gzip"})
+    assert response.status_code == status, response.text[:500]
+    assert response.headers["content-type"] == "application/problem+json"
+    assert says in response.json()["detail"]
+
+
+@pytest.mark.parametrize("encoding", ["json", "protobuf"])
+async def test_a_resource_counts_its_values_once_for_every_span_it_is_kept_with(
+    client: httpx.AsyncClient, encoding: str
+) -> None:
+    trace_id = new_trace_id()
+    spans = [SpanSpec(trace_id, new_span_id(), "s", 0, 1) for _ in range(1_001)]
+    body = (json_request if encoding == "json" else protobuf_request)(spans)
+    fine = await export(client, body, JSON if encoding == "json" else PROTOBUF)
+    assert fine.status_code == 200, fine.text
+    # 100 resource attributes kept with each of 1,001 spans: 100,100 values to store.
+    wide = _with_resource_attributes(body, encoding, 100)
+    response = await export(client, wide, JSON if encoding == "json" else PROTOBUF)
+    assert response.status_code == 413, response.text[:500]
+    assert "_MAX_VALUES_PER_REQUEST" in response.json()["detail"]
+
+
+def _with_resource_attributes(body: bytes, encoding: str, count: int) -> bytes:
+    if encoding == "json":
+        request = json.loads(body)
+        request["resourceSpans"][0]["resource"]["attributes"] = [
+            {"key": f"r{n}", "value": {"intValue": n}} for n in range(count)
+        ]
+        return json.dumps(request).encode()
+    proto = ExportTraceServiceRequest.FromString(body)
+    for n in range(count):
+        proto.resource_spans[0].resource.attributes.add(key=f"r{n}").value.int_value = n
+    return proto.SerializeToString()
+
+
+async def test_a_json_request_has_a_lower_decompressed_limit_than_protobuf(
+    client: httpx.AsyncClient,
+) -> None:
+    # The defect's request: 11 million empty values, 33 MB of JSON, 32 KB gzipped.
+    bomb = gzip.compress(_json_with_attribute(_json_array(11_000_000)))
+    assert len(bomb) < 64 * 1024
+    response = await export(client, bomb, {**JSON, "content-encoding": "gzip"})
+    assert response.status_code == 413, response.text[:500]
+    assert "AGENTLASSO_TRACE_MAX_JSON_BODY_BYTES" in response.json()["detail"]
+
+
+def _tool_heavy_conversation(tool_calls: int, text_chars: int) -> list[SpanSpec]:
+    """An agent span whose input is `text_chars` long, and `tool_calls` tool spans whose
+    arguments are as long."""
+    trace_id, root = new_trace_id(), new_span_id()
+    spans = [
+        SpanSpec(trace_id, root, "invoke_agent bulky", 0, 10_000, attributes={
+            "openinference.span.kind": "AGENT", "input.value": "q" * text_chars}),
+    ]  # fmt: skip
+    spans += [
+        SpanSpec(trace_id, new_span_id(), f"tool {n}", 1 + n, 2 + n, root, attributes={
+            "openinference.span.kind": "TOOL", "tool.name": f"tool.{n}",
+            "input.value": "a" * text_chars})
+        for n in range(tool_calls)
+    ]  # fmt: skip
+    return spans
+
+
+async def test_a_stored_summary_is_cut_to_its_limits_saying_what_was_cut(
+    client: httpx.AsyncClient, pool: asyncpg.Pool
+) -> None:
+    spans = _tool_heavy_conversation(tool_calls=150, text_chars=30_000)
+    assert (await export(client, protobuf_request(spans), PROTOBUF)).status_code == 200
+    await read_waiting_traces(pool)
+    trace = await trace_of(client, spans[0].trace_id)
+    assert len(trace["input"]) == 10_000 + len("… (cut at 10,000 characters)")
+    assert trace["input"].endswith("… (cut at 10,000 characters)")
+    assert len(trace["tool_calls"]) == 100
+    assert trace["tool_calls"][0]["arguments"].endswith("… (cut at 10,000 characters)")
+    assert "the input cut at 10,000 of 30,000 characters" in trace["cuts"]
+    assert "the first 100 of 150 tool calls kept" in trace["cuts"]
+    assert trace["span_count"] == 151  # the spans themselves are all kept
+    listed = (await client.get("/api/v1/traces")).json()["items"][0]
+    assert listed["cuts"] == trace["cuts"]
+
+
+async def test_a_list_answer_stops_before_its_byte_budget_and_pages_on(
+    client: httpx.AsyncClient, pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conversations = []
+    for index in range(4):
+        spans = _tool_heavy_conversation(tool_calls=10, text_chars=9_000)
+        for spec in spans:
+            spec.start_ms += index * 100_000
+        conversations.append(spans)
+        await export(client, protobuf_request(spans), PROTOBUF)
+    await read_waiting_traces(pool)
+    one_trace = len((await client.get("/api/v1/traces", params={"limit": 1})).content)
+    monkeypatch.setattr(trace_lists, "PAGE_BYTES", 2 * one_trace)
+
+    seen: list[str] = []
+    cursor = None
+    for _ in range(4):
+        params: dict[str, Any] = {"limit": 50, **({"cursor": cursor} if cursor else {})}
+        response = await client.get("/api/v1/traces", params=params)
+        assert len(response.content) < 3 * one_trace, "a page stops at its byte budget"
+        page = response.json()
+        seen += [trace["trace_id"] for trace in page["items"]]
+        if not (cursor := page["next_cursor"]):
+            break
+    assert seen == [spans[0].trace_id for spans in conversations[::-1]]
+
+
+async def test_a_later_span_is_summed_in_without_reading_the_stored_spans_again(
+    client: httpx.AsyncClient, pool: asyncpg.Pool
+) -> None:
+    spans = refund_conversation()
+    trace_id = spans[0].trace_id
+    await export(client, protobuf_request(spans[:4]), PROTOBUF)
+    await read_waiting_traces(pool)
+    # Were the stored spans read back, the summary would now tell of this name and this reply.
+    await pool.execute(
+        "UPDATE trace_spans SET name = 'renamed in the database', attributes = '{}'::jsonb"
+        " WHERE trace_id = $1",
+        trace_id,
+    )
+    await export(client, protobuf_request(spans[4:]), PROTOBUF)
+    await read_waiting_traces(pool)
+    trace = await trace_of(client, trace_id)
+    assert trace["name"] == "invoke_agent support-bot"
+    assert trace["span_count"] == 5
+    assert trace["output"] == REPLY  # from the span that came last
+    assert [call["name"] for call in trace["tool_calls"]] == ["orders.lookup", "stripe.refund"]
+    assert trace["usage"] == {"input_tokens": 420, "output_tokens": 70}
+
+
+async def test_a_pass_takes_no_more_batches_than_fit_in_its_byte_budget(
+    client: httpx.AsyncClient, pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await read_waiting_traces(pool)
+    body = protobuf_request(refund_conversation())
+    for _ in range(3):
+        await export(client, body, PROTOBUF)
+    monkeypatch.setattr(trace_reading, "PASS_BYTES", 2 * len(body))
+    assert await read_some(pool, BATCHES_PER_PASS) == 2, "the third waits for the next pass"
+    assert await read_some(pool, BATCHES_PER_PASS) == 1
+
+
+async def test_a_span_is_stored_with_each_long_value_cut_and_its_summary_read_whole(
+    client: httpx.AsyncClient, pool: asyncpg.Pool
+) -> None:
+    spans = refund_conversation()
+    long_question = "Please refund order 1234. " + "It arrived broken. " * 1_000
+    for spec in spans:
+        if "gen_ai.input.messages" in spec.attributes:
+            spec.attributes["gen_ai.input.messages"] = json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": long_question}]}]
+            )
+    spans[0].attributes["app.payload"] = "x" * 5_000_000
+    await export(client, protobuf_request(spans), PROTOBUF)
+    await read_waiting_traces(pool)
+    stored = await pool.fetchval(
+        "SELECT max(length(attributes::text)) FROM trace_spans WHERE trace_id = $1",
+        spans[0].trace_id,
+    )
+    assert stored < 11_000, "5 MB is not stored to be cut on every read"
+    trace = await trace_of(client, spans[0].trace_id)
+    # The summary was read from the whole span: the question's text, cut only by the summary.
+    assert trace["input"].startswith("Please refund order 1234. It arrived broken.")
+    assert trace["input"].endswith("… (cut at 10,000 characters)")
+    assert "the input cut at 10,000 of 19,026 characters" in trace["cuts"]

@@ -405,3 +405,26 @@ async def test_the_retention_is_set_under_settings(
     assert (await client.get("/api/v1/trace-settings")).json() == {"retention_days": 7}
     forged = await web.post("/settings/traces", data={"retention_days": "9"})
     assert forged.status_code == 403
+
+
+async def test_a_trace_page_and_answer_cut_each_long_attribute_saying_so(
+    client: httpx.AsyncClient, web: httpx.AsyncClient, pool: asyncpg.Pool
+) -> None:
+    spans = refund_conversation()
+    for spec in spans:
+        spec.attributes["app.payload"] = "x" * 1_500_000  # 1.5 MB in each of 5 spans
+    spans[0].attributes["app.rows"] = list(range(5_000))
+    (trace_id,) = await send(client, pool, spans)
+
+    answer = await client.get(f"/api/v1/traces/{trace_id}")
+    assert answer.status_code == 200
+    assert len(answer.content) < 1_000_000, "not 7.5 MB of payloads"
+    root = answer.json()["spans"][0]
+    assert root["attributes"]["app.payload"] == "x" * 10_000 + "… (cut at 10,000 characters)"
+    assert root["attributes"]["app.rows"].endswith("… (cut at 10,000 characters)")
+    assert root["attributes"]["gen_ai.operation.name"] == "invoke_agent"
+
+    page = await web.get(f"/traces/{trace_id}")
+    assert page.status_code == 200
+    assert len(page.content) < 1_000_000
+    assert "… (cut at 10,000 characters)" in page.text
