@@ -57,7 +57,8 @@ RETURNING kind, items, attempt
 _CREATE_JUDGE_CHUNK = """
 WITH numbered AS (SELECT -nextval('judge_chunk_numbers')::integer AS chunk_no)
 INSERT INTO run_chunks (run_id, chunk_no, kind, items, state, attempt, job_id, enqueued_at)
-SELECT $1, n.chunk_no, 'judge', $2, 'queued', 1, 'chunk:' || $1 || ':' || n.chunk_no || ':1', now()
+SELECT $1::uuid, n.chunk_no, 'judge', $2, 'queued', 1,
+       'chunk:' || $1::uuid || ':' || n.chunk_no || ':1', now()
 FROM numbered n
 RETURNING run_id, chunk_no, job_id
 """
