@@ -148,6 +148,9 @@ async def test_counts_are_exact_over_workers_and_a_chunk_stored_twice(
     assert final["counts"]["passed"] == outcomes["passed"] > 0
     assert final["counts"]["failed"] == outcomes["failed"] > 0
     assert final["pass_rate"] == outcomes["passed"] / (outcomes["passed"] + outcomes["failed"])
+    # Summed counters keep their JSON types (a sum of bigints is numeric in PostgreSQL).
+    assert all(type(value) is int for value in final["counts"].values())
+    assert all(type(final["judge"][name]) is int for name in ("calls", "input_tokens"))
 
 
 async def reissued_chunks(database_url: str, run_id: str) -> int:
