@@ -44,8 +44,7 @@ VALUES ($1, {", ".join(f"${i}" for i in range(2, len(TALLIED) + 2))}, ${len(TALL
 _FIRST_STOP = "(array_agg(judge_stopped ORDER BY seq) FILTER (WHERE judge_stopped IS NOT NULL))[1]"
 # Sums of bigint columns are numeric (Decimal in Python): read back as the columns' types.
 _SUMS = ", ".join(
-    f"sum({name})::{'float8' if name.endswith('_usd') else 'bigint'} AS {name}"
-    for name in TALLIED
+    f"sum({name})::{'float8' if name.endswith('_usd') else 'bigint'} AS {name}" for name in TALLIED
 )
 
 # The tallies of run `r` taken together (one row, all null when it has none); `{}` is the run id.
