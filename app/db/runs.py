@@ -113,12 +113,13 @@ UPDATE eval_runs SET status = 'running', started_at = now(), updated_at = now()
 WHERE id = $1 AND status = 'queued'
 """
 
-# Runs whose stores may have moved them on: those going on, and those ended with tallies.
+# Runs whose stores may have moved them on: those with tallies, and those going on whose row
+# says every result is in (their last tallies folded by the reaper before anyone settled).
 _MAY_SETTLE = (
     _READ
     + """
-WHERE r.status NOT IN ('completed', 'cancelled', 'failed')
-   OR r.id IN (SELECT DISTINCT run_id FROM run_tallies)
+WHERE r.id IN (SELECT DISTINCT run_id FROM run_tallies)
+   OR (r.status NOT IN ('completed', 'cancelled', 'failed') AND r.done >= r.total)
 """
 )
 
