@@ -50,3 +50,7 @@ FOR EACH STATEMENT EXECUTE FUNCTION delete_rows_of_deleted_runs();
 -- now from one sequence, past every number given so far.
 CREATE SEQUENCE judge_chunk_numbers AS integer;
 SELECT setval('judge_chunk_numbers', greatest(1, (SELECT max(judge_chunks) FROM eval_runs)));
+
+-- A lane's next chunk is the run's first pending one: found at once, not after walking every
+-- chunk done before it (which made each claim of a long run cost more than the one before).
+CREATE INDEX run_chunks_pending_idx ON run_chunks (run_id, chunk_no) WHERE state = 'pending';

@@ -278,6 +278,7 @@ CREATE TABLE run_chunks (
     CONSTRAINT run_chunks_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'queued'::text, 'running'::text, 'done'::text])))
 );
 CREATE INDEX run_chunks_active_idx ON run_chunks USING btree (state, heartbeat_at) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
+CREATE INDEX run_chunks_pending_idx ON run_chunks USING btree (run_id, chunk_no) WHERE (state = 'pending'::text);
 CREATE INDEX run_chunks_worker_idx ON run_chunks USING btree (worker_id) WHERE (state = 'running'::text);
 
 CREATE UNLOGGED TABLE run_comparison_cases (
