@@ -125,8 +125,7 @@ CREATE TABLE case_results (
     judge_records jsonb,
     CONSTRAINT case_results_outcome_check CHECK ((outcome = ANY (ARRAY['passed'::text, 'failed'::text, 'not_graded'::text]))),
     CONSTRAINT case_results_pkey PRIMARY KEY (run_id, test_case_id, trial),
-    CONSTRAINT case_results_revision_id_fkey FOREIGN KEY (revision_id) REFERENCES test_case_revisions(id),
-    CONSTRAINT case_results_run_id_fkey FOREIGN KEY (run_id) REFERENCES eval_runs(id) ON DELETE CASCADE
+    CONSTRAINT case_results_revision_id_fkey FOREIGN KEY (revision_id) REFERENCES test_case_revisions(id)
 );
 CREATE INDEX case_results_partially_graded_idx ON case_results USING btree (run_id, outcome, seq) WHERE partially_graded;
 CREATE INDEX case_results_run_outcome_seq_idx ON case_results USING btree (run_id, outcome, seq);
@@ -279,6 +278,7 @@ CREATE TABLE run_chunks (
     CONSTRAINT run_chunks_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'queued'::text, 'running'::text, 'done'::text])))
 );
 CREATE INDEX run_chunks_active_idx ON run_chunks USING btree (state, heartbeat_at) WHERE (state = ANY (ARRAY['queued'::text, 'running'::text]));
+CREATE INDEX run_chunks_pending_idx ON run_chunks USING btree (run_id, chunk_no) WHERE (state = 'pending'::text);
 CREATE INDEX run_chunks_worker_idx ON run_chunks USING btree (worker_id) WHERE (state = 'running'::text);
 
 CREATE UNLOGGED TABLE run_comparison_cases (
@@ -305,6 +305,27 @@ CREATE UNLOGGED TABLE run_comparisons (
     CONSTRAINT run_comparisons_run_id_fkey FOREIGN KEY (run_id) REFERENCES eval_runs(id) ON DELETE CASCADE
 );
 CREATE INDEX run_comparisons_baseline_idx ON run_comparisons USING btree (baseline_run_id);
+
+CREATE TABLE run_tallies (
+    run_id uuid NOT NULL,
+    seq bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    done integer NOT NULL DEFAULT 0,
+    graded integer NOT NULL DEFAULT 0,
+    passed integer NOT NULL DEFAULT 0,
+    errored integer NOT NULL DEFAULT 0,
+    no_checks integer NOT NULL DEFAULT 0,
+    judge_pending integer NOT NULL DEFAULT 0,
+    judge_calls integer NOT NULL DEFAULT 0,
+    judge_cached integer NOT NULL DEFAULT 0,
+    judge_input_tokens bigint NOT NULL DEFAULT 0,
+    judge_output_tokens bigint NOT NULL DEFAULT 0,
+    judge_cache_read_tokens bigint NOT NULL DEFAULT 0,
+    judge_cache_write_tokens bigint NOT NULL DEFAULT 0,
+    judge_cost_usd double precision NOT NULL DEFAULT 0,
+    judge_stopped text,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT run_tallies_pkey PRIMARY KEY (run_id, seq)
+);
 
 CREATE TABLE schema_migrations (
     name text NOT NULL,

@@ -190,5 +190,9 @@ class RunWatcher:
         except (OSError, asyncpg.PostgresError, Unavailable):
             log.warning("could not read run %s after a notification", run_id, exc_info=True)
             return
+        if run is not None and run_rows.settle_due(run):
+            # Its results are in but its status and gate not yet decided: the settling that
+            # is on its way (app/engine/run_settling.py) notifies again, and that is delivered.
+            return
         for subscription in self._subscribers.get(run_id, ()):
             subscription.put(RunEvent(kind, run))

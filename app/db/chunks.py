@@ -52,14 +52,13 @@ WHERE run_id = $1 AND chunk_no = $2 AND job_id = $3 AND state = 'queued'
 RETURNING kind, items, attempt
 """
 
-# Judge chunks are numbered -1, -2, ... so they never collide with the run's agent chunks.
+# Judge chunks are numbered below zero so they never collide with the run's agent chunks, from
+# a sequence: a counter on the run's row would be one more row every store of the run updates.
 _CREATE_JUDGE_CHUNK = """
-WITH numbered AS (
-    UPDATE eval_runs SET judge_chunks = judge_chunks + 1 WHERE id = $1 RETURNING judge_chunks
-)
+WITH numbered AS (SELECT -nextval('judge_chunk_numbers')::integer AS chunk_no)
 INSERT INTO run_chunks (run_id, chunk_no, kind, items, state, attempt, job_id, enqueued_at)
-SELECT $1, -n.judge_chunks, 'judge', $2, 'queued', 1,
-       'chunk:' || $1 || ':' || -n.judge_chunks || ':1', now()
+SELECT $1::uuid, n.chunk_no, 'judge', $2, 'queued', 1,
+       'chunk:' || $1::uuid || ':' || n.chunk_no || ':1', now()
 FROM numbered n
 RETURNING run_id, chunk_no, job_id
 """
@@ -68,6 +67,10 @@ _FINISH = """
 UPDATE run_chunks SET state = 'done', finished_at = now(), heartbeat_at = NULL
 WHERE run_id = $1 AND chunk_no = $2 AND job_id = $3
 """
+
+# A chunk no longer this job's (taken from it as stale) is still its run's: held, its run
+# cannot be deleted while the results in hand are stored.
+_HOLD = "SELECT true FROM run_chunks WHERE run_id = $1 AND chunk_no = $2 FOR KEY SHARE"
 
 _HAND_BACK = """
 UPDATE run_chunks SET state = 'queued', worker_id = NULL, heartbeat_at = NULL
@@ -196,9 +199,17 @@ async def create_judge_chunk(connection: Connection, run_id: UUID, seqs: list[in
     return _ref(row)
 
 
-async def finish(connection: Connection, run_id: UUID, chunk_no: int, job_id: str) -> None:
-    """Mark a chunk done."""
-    await connection.execute(_FINISH, run_id, chunk_no, job_id)
+async def finish(connection: Connection, run_id: UUID, chunk_no: int, job_id: str) -> bool:
+    """Mark a chunk done; False when it was not this job's (or is gone)."""
+    status: str = await connection.execute(_FINISH, run_id, chunk_no, job_id)
+    return status == "UPDATE 1"
+
+
+async def hold(connection: Connection, run_id: UUID, chunk_no: int) -> bool:
+    """Hold a chunk's row until the transaction ends, whoever's it is; False when it is gone
+    (its run was deleted)."""
+    held: bool | None = await connection.fetchval(_HOLD, run_id, chunk_no)
+    return bool(held)
 
 
 async def hand_back(executor: Executor, run_id: UUID, chunk_no: int, job_id: str) -> bool:

@@ -90,6 +90,8 @@ class Run(msgspec.Struct, frozen=True, kw_only=True):
     cases_passed: int | None = None
     cases_passed_any: int | None = None
     flaky_count: int | None = None
+    # Not a column: stores counted since the run's row last took them in (app/db/run_counts.py).
+    unfolded: int = 0
 
     @property
     def is_final(self) -> bool:

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from app.db import case_results, judge_cache
+from app.db import case_results, judge_cache, run_counts
 from app.db import chunks as chunk_rows
 from app.db import datasets as dataset_rows
 from app.db import runs as run_rows
-from app.db.pool import Connection, Executor
-from app.db.runs import JudgeSpend
+from app.db.pool import Executor
+from app.db.run_counts import JudgeSpend
 from app.domain.case_results import AwaitingJudge, JudgedResult
 from app.domain.judging import CachedAnswer, JudgeRecord
 from app.domain.results import JudgeVerdict, Observation
@@ -20,6 +20,7 @@ from app.domain.runs import Counters, Run
 from app.engine.grading_pool import grade_off_loop
 from app.engine.judge_calls import Judge, RunJudging
 from app.engine.judging import NO_JUDGE
+from app.engine.run_settling import settle_run
 from app.engine.worker_state import WorkerState
 from app.grading import grade_case, judge_requests, observation_from_wire
 from app.judge import cost_usd
@@ -122,11 +123,11 @@ def _stored_observation(case: AwaitingJudge) -> Observation:
 async def _store(
     state: WorkerState, run_id: UUID, chunk_no: int, job_id: str, judged: list[JudgedResult]
 ) -> None:
-    """Replace provisional grades, move counters and usage, and end the run if it is done."""
+    """Replace provisional grades and count what they change and cost, then settle the run
+    (its last verdict may be among them). The run's row is neither updated nor locked here."""
     async with state.pool.acquire() as connection, connection.transaction():
-        run = await run_rows.lock_run_by_id(connection, run_id)
-        assert run is not None
-        # Results replaced since (a CI client posting a case again) are no longer pending.
+        # Results replaced since (a CI client posting a case again) are no longer pending: the
+        # rows are locked, so a batch replacing one now waits, and counts the final grade.
         still = {
             case.seq: case
             for case in await case_results.lock_pending(connection, run_id, [j.seq for j in judged])
@@ -136,20 +137,18 @@ async def _store(
             await case_results.set_judged(connection, run_id, judged)
             before = [still[case.seq].flags for case in judged]
             after = [case.flags(still[case.seq].flags) for case in judged]
-            run = await run_rows.apply_counts(connection, run_id, Counters.replacing(before, after))
-            run = await _add_usage(state, connection, run_id, judged)
+            spend, refused = _spend(state, judged)
+            await run_counts.add(
+                connection, run_id, Counters.replacing(before, after), spend, refused
+            )
         await chunk_rows.finish(connection, run_id, chunk_no, job_id)
-        was_final = run.is_final
-        run = await run_rows.store_gate(connection, run)
-        kind = "final" if run.is_final and not was_final else "progress"
-        await run_rows.notify(connection, run_id, kind)
-    if kind == "final":
-        metrics.RUNS_FINISHED.labels(run.status).inc()
+        # Unthrottled: a CI batch waiting for these verdicts looks again when woken.
+        await run_rows.notify(connection, run_id, "progress")
+    await settle_run(state.pool, run_id)
 
 
-async def _add_usage(
-    state: WorkerState, connection: Connection, run_id: UUID, judged: Sequence[JudgedResult]
-) -> Run:
+def _spend(state: WorkerState, judged: Sequence[JudgedResult]) -> tuple[JudgeSpend, str | None]:
+    """What the verdicts cost, and why the run judges no more when a call was refused."""
     records = [record for case in judged for record in case.records]
     prices = state.settings.judge_prices
     spend = JudgeSpend(
@@ -163,4 +162,4 @@ async def _add_usage(
     )
     metrics.JUDGE_COST_USD.labels("judge").inc(spend.cost_usd)
     refused = next((r.not_graded_reason for r in records if r.refused), None)
-    return await run_rows.add_judge_usage(connection, run_id, spend, refused)
+    return spend, refused

@@ -10,30 +10,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Callable, Sequence
 from typing import Any
 from uuid import UUID
 
+import asyncpg
 import msgspec
 
 from app.agents import AgentCallResult, AgentTarget
 from app.agents.address_guard import origin_of
 from app.agents.headers import target_for
 from app.db import agents as agent_rows
-from app.db import case_results
+from app.db import case_results, pinned_cases, run_gates
 from app.db import chunks as chunk_rows
 from app.db import datasets as dataset_rows
 from app.db import runs as run_rows
-from app.db.pool import Connection
-from app.domain.case_results import NewResult
-from app.domain.runs import CALLING_STATUSES, MAX_CHUNK_SIZE, ChunkRef, Counters, Run
-from app.domain.test_cases import PinnedCase
-from app.engine.grading_pool import grade_off_loop
+from app.domain.runs import CALLING_STATUSES, MAX_CHUNK_SIZE, ChunkRef
+from app.engine.chunk_store import Held, Item, grade_and_store
 from app.engine.judge_chunks import judge_chunk
-from app.engine.judging import immediate_verdicts
+from app.engine.run_settling import settle_run
 from app.engine.worker_state import WorkerState
-from app.grading import Gate, grade_case, observation_from_wire
+from app.grading import Gate
 from app.observability import metrics
 from app.observability.logs import bind_log_context, log_context
 from app.queue import enqueue_quietly
@@ -55,25 +51,6 @@ class RunPlan(msgspec.Struct, frozen=True, kw_only=True):
     context: dict[str, Any]
     # Whether its AI judge checks wait for a judge (the server's key, or the project's own).
     judge_configured: bool
-
-
-class Held(msgspec.Struct, frozen=True):
-    """A chunk a lane holds: which, under which job, and on which attempt."""
-
-    chunk_no: int
-    job_id: str
-    attempt: int
-
-    def of_run(self, run_id: UUID) -> ChunkRef:
-        """The chunk as a job names it."""
-        return ChunkRef(run_id, self.chunk_no, self.job_id)
-
-
-class Item(msgspec.Struct, frozen=True):
-    """One agent call to make: a pinned case and a trial."""
-
-    trial: int
-    case: PinnedCase
 
 
 async def run_lane(state: WorkerState, run_id: UUID, chunk_no: int, job_id: str) -> int:
@@ -140,19 +117,33 @@ async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
                     # Claimed, or not: the answers in hand are stored either way.
                     previous, storing = (
                         storing,
-                        state.store_in_background(_grade_and_store(state, plan, answered, calls)),
+                        state.store_in_background(
+                            grade_and_store(
+                                state, plan.run_id, plan.judge_configured, answered, calls
+                            )
+                        ),
                     )
             done += 1
             if previous is not None:
                 await _await_store(state, plan, previous, current)
         if storing is not None:
             await asyncio.shield(storing)
+        await _settle(state, plan.run_id)
     finally:
         # Stopping, or failing: the answers in hand are stored all the same.
         unfinished = {task for task in (previous, storing) if task and not task.done()}
         if unfinished:
             await asyncio.shield(asyncio.wait(unfinished))
     return done
+
+
+async def _settle(state: WorkerState, run_id: UUID) -> None:
+    """Every store of the lane has committed: if the run's last was among them, it settles now
+    (a failure here is the reaper's to mend, within a round)."""
+    try:
+        await settle_run(state.pool, run_id)
+    except (OSError, asyncpg.PostgresError):
+        log.warning("could not settle run %s; the reaper will", run_id, exc_info=True)
 
 
 async def _await_store(
@@ -192,25 +183,6 @@ async def _calls_for(
             # Handed back, or its heartbeat stops (an error, a failed hand-back): then the
             # reaper gives it to another worker. Its store holds it from here otherwise.
             state.held.discard((plan.run_id, held.chunk_no))
-
-
-async def _grade_and_store(
-    state: WorkerState, plan: RunPlan, held: Held, calls: list[tuple[Item, AgentCallResult]]
-) -> None:
-    """Grade the chunk's answers off the event loop, then store them."""
-    judge_configured = plan.judge_configured
-
-    def grade_all(out_of_time: Callable[[], bool]) -> list[NewResult]:
-        return [
-            _graded(plan.run_id, item, call, judge_configured, out_of_time) for item, call in calls
-        ]
-
-    try:
-        results = await grade_off_loop(grade_all, state.settings.grading_budget_s)
-        await _store(state, plan.run_id, held, results)
-        metrics.CHUNKS_DONE.labels("agent").inc()
-    finally:
-        state.held.discard((plan.run_id, held.chunk_no))
 
 
 async def _next_chunk(state: WorkerState, plan: RunPlan) -> Held | None:
@@ -287,8 +259,8 @@ async def _items(state: WorkerState, plan: RunPlan, held: Held) -> list[Item]:
     indexes = range(first, min(first + plan.chunk_size, plan.total))
     # Items are trial-major: every case once, then every case again for trial 2, ...
     positions = sorted({index % plan.case_count + 1 for index in indexes})
-    cases = {case.position: case for case in
-             await run_rows.pinned_at_positions(state.pool, plan.run_id, positions)}  # fmt: skip
+    pinned = await pinned_cases.pinned_at_positions(state.pool, plan.run_id, positions)
+    cases = {case.position: case for case in pinned}
     # A chunk's results are stored in the transaction that marks it done: before a second
     # attempt none of them can be there, so only a retry looks.
     done = (
@@ -358,68 +330,12 @@ async def _call(state: WorkerState, plan: RunPlan, item: Item) -> tuple[Item, Ag
     return item, call
 
 
-def _graded(
-    run_id: UUID,
-    item: Item,
-    call: AgentCallResult,
-    judge_configured: bool,
-    out_of_time: Callable[[], bool],
-) -> NewResult:
-    """The graded result; AI judge checks wait for a judge chunk when a judge is configured."""
-    content = item.case.content
-    observation = observation_from_wire(
-        call.actual_output, call.actual_tool_calls, agent_error=call.error
-    )
-    verdicts, pending = immediate_verdicts(content, observation, judge_configured)
-    return NewResult.graded_as(
-        run_id, item.case.test_case_id, item.trial, item.case.revision_id,
-        grade_case(content, observation, verdicts, out_of_time), call.reported(),
-        agent_error=call.error,
-        agent_call=call.call_record(), judge_pending=pending,
-    )  # fmt: skip
-
-
-async def _store(
-    state: WorkerState, run_id: UUID, held: Held, results: Sequence[NewResult]
-) -> None:
-    """Store the chunk's results, mark it done and move the counters; one transaction.
-
-    Every lane of a run ends its chunks on the run's row, so that row is locked last: only the
-    counters, the gate and the commit wait on it, never the results' insert. The rows written
-    before it are the chunk's own and its results', which no other lane touches (an attempt
-    redoing the chunk waits on the results' keys, and then counts none of them twice)."""
-    async with state.pool.acquire() as connection, connection.transaction():
-        inserted = await case_results.insert_new(connection, results)
-        await chunk_rows.finish(connection, run_id, held.chunk_no, held.job_id)
-        delta = Counters.counting(stored.flags for stored in inserted)
-        # The run's row lock: chunk completions of one run move the counters by exact deltas.
-        run = await run_rows.apply_counts(connection, run_id, delta)
-        judging = [stored.seq for stored in inserted if stored.flags.judge_pending]
-        judge_work = (
-            [await chunk_rows.create_judge_chunk(connection, run_id, judging)] if judging else []
-        )
-        was_final = run.is_final
-        run = await run_rows.store_gate(connection, run)
-        await _notify(state, connection, run, became_final=not was_final)
-    await enqueue_quietly(state.redis, state.settings.queue_name, judge_work)
-
-
-async def _notify(state: WorkerState, connection: Connection, run: Run, became_final: bool) -> None:
-    """Wake the run's waiters: always when it ends, at most a few times a second for progress."""
-    if run.is_final:
-        if became_final:
-            metrics.RUNS_FINISHED.labels(run.status).inc()
-            await run_rows.notify(connection, run.id, "final")
-        return
-    if state.progress_due(run.id, time.monotonic()):
-        await run_rows.notify(connection, run.id, "progress")
-
-
 async def _fail(state: WorkerState, run_id: UUID, reason: str) -> None:
     async with state.pool.acquire() as connection, connection.transaction():
         run = await run_rows.lock_run_by_id(connection, run_id)
         if run is None or run.is_final:
             return
+        run = await run_gates.take_in(connection, run_id)
         gate = Gate(pass_rate=run.pass_rate, ci_pass=False, ci_fail_reason=reason)
         await run_rows.set_verdict(connection, run_id, "failed", gate)
         await run_rows.notify(connection, run_id, "final")

@@ -10,10 +10,12 @@ from collections.abc import Awaitable, Callable
 from app import queue
 from app.coordination.lane_balance import Load, LoadBoard, calls_to_hand_over
 from app.db import chunks as chunk_rows
+from app.db import run_counts
 from app.db import runs as run_rows
 from app.db import workers as worker_rows
 from app.db.pool import Connection
 from app.domain.runs import ChunkRef, lanes_for
+from app.engine.run_settling import settle_due_runs
 from app.engine.worker_state import WorkerState
 from app.observability import metrics
 from app.observability.worker_port import Liveness
@@ -25,6 +27,8 @@ CANCEL_CHECK_S = 0.5
 MAX_CHUNK_ATTEMPTS = 5
 # A worker row not beaten for this long is a worker that died without saying so.
 FORGET_WORKERS_AFTER_S = 600.0
+# A run with this many tallies has them folded into its row by the reaper's round.
+FOLD_AT_TALLIES = 200
 # Any fixed number: one worker at a time reaps, the others skip that round.
 _REAPER_LOCK = 7_346_221_002
 
@@ -81,11 +85,16 @@ async def reap(state: WorkerState, stale_after_s: float, lost_after_s: float) ->
     async with state.pool.acquire() as connection, connection.transaction():
         if not await connection.fetchval("SELECT pg_try_advisory_xact_lock($1)", _REAPER_LOCK):
             return
-        for run_id in await chunk_rows.fail_poisoned(connection, stale_after_s, MAX_CHUNK_ATTEMPTS):
+        poisoned = await chunk_rows.fail_poisoned(connection, stale_after_s, MAX_CHUNK_ATTEMPTS)
+        # What the failed runs' stores counted goes into their rows as they end.
+        await run_counts.fold(connection, poisoned)
+        for run_id in poisoned:
             log.error("run %s failed: a chunk died %d times", run_id, MAX_CHUNK_ATTEMPTS)
             metrics.CHUNKS_POISONED.inc()
             metrics.RUNS_FINISHED.labels("failed").inc()
             await run_rows.notify(connection, run_id, "final")
+        # Readers sum a run's tallies: a long run's are folded into its row now and then.
+        await run_counts.fold_crowded(connection, FOLD_AT_TALLIES)
         judging = await chunk_rows.requeue_stale_judging(
             connection, stale_after_s, MAX_CHUNK_ATTEMPTS
         )
@@ -103,6 +112,8 @@ async def reap(state: WorkerState, stale_after_s: float, lost_after_s: float) ->
     if lanes:
         log.warning("replaced %d lost lane(s) of runs going on", len(lanes))
     await queue.enqueue_lanes(state.redis, state.settings.queue_name, judging + lost + lanes)
+    # A worker that died between a run's last store and its settling left it to this round.
+    await settle_due_runs(state.pool)
 
 
 async def _replace_lost_lanes(connection: Connection) -> list[ChunkRef]:

@@ -10,7 +10,7 @@ from uuid import UUID
 import msgspec
 
 from app.coordination.run_watch import Subscription
-from app.db import case_results
+from app.db import case_results, pinned_cases, run_counts, run_gates
 from app.db import chunks as chunk_rows
 from app.db import runs as run_rows
 from app.db.pool import Connection
@@ -21,6 +21,7 @@ from app.domain.stored_text import nul_problems
 from app.domain.test_cases import PinnedCase, TestCaseContent
 from app.engine.grading_pool import batch_budget_s, grade_off_loop
 from app.engine.judging import immediate_verdicts
+from app.engine.run_settling import settle_run
 from app.errors import Conflict, FieldError, InvalidInput, NotFound
 from app.grading import grade_case, observation_from_wire
 from app.off_loop import off_loop_when_many
@@ -155,7 +156,7 @@ async def record_results(
         run = await run_rows.get_run(connection, project_id, run_id)
         if run is None:
             raise NotFound("No run with this id in your project.")
-        pinned = await run_rows.pinned_cases_by_id(connection, run_id, checked.case_ids)
+        pinned = await pinned_cases.pinned_cases_by_id(connection, run_id, checked.case_ids)
     # Graded with no connection held: a hostile pattern may take the whole budget.
     graded = await grade_off_loop(
         lambda out_of_time: _grade_batch(
@@ -213,7 +214,9 @@ async def _store_batch(
     checked: _CheckedBatch,
     graded: _GradedBatch,
 ) -> tuple[Run, list[ChunkRef]]:
-    # The run row lock serialises batches of one run, so the counter deltas stay exact.
+    # The run row lock serialises batches of one run (a case posted in two batches at once is
+    # replaced once), and holds the run while results that have no foreign key to it go in.
+    # The counts go to a tally like a worker's, taken into the row before the gate is decided.
     run = await run_rows.lock_run(connection, project_id, run_id)
     assert run is not None
     if run.status == "cancelled":
@@ -222,11 +225,10 @@ async def _store_batch(
         raise Conflict("This run calls the agent itself (server mode); it takes no posted results.")
     replaced = await case_results.delete_replaced(connection, run_id, 1, checked.case_ids)
     await case_results.copy_results(connection, graded.rows)
-    delta = graded.counts.less(Counters.counting(replaced))
-    run = await run_rows.apply_counts(connection, run_id, delta)
+    await run_counts.add(connection, run_id, graded.counts.less(Counters.counting(replaced)))
     waiting = graded.counts.judge_pending > 0
     judge_work = await _judge_chunks(connection, run_id, checked.case_ids) if waiting else []
-    run = await run_rows.store_gate(connection, run)
+    run = await run_gates.store_gate(connection, await run_gates.take_in(connection, run_id))
     # Long-polls and the run's page follow a CI run as its batches arrive (one NOTIFY a batch).
     await run_rows.notify(connection, run_id, "final" if run.is_final else "progress")
     return run, judge_work
@@ -261,7 +263,7 @@ async def record_and_judge(
         # Subscribed before the work is queued, so no verdict can land unseen.
         await enqueue_quietly(platform.queue, settings.queue_name, batch.judge_work)
         judged = await _verdicts_in(platform, events, run_id, case_ids, limit_s)
-    run = await run_rows.run_by_id(platform.pool, run_id)
+    run = await settle_run(platform.pool, run_id)
     assert run is not None
     if not judged:
         return RecordedBatch(run=run, graded=batch.graded, waiting=True)

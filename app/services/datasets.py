@@ -5,10 +5,14 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+import msgspec
+
 from app.db import datasets as dataset_rows
 from app.domain.datasets import Dataset
+from app.domain.runs import FINAL_STATUSES
 from app.domain.stored_text import refuse_nul
 from app.domain.web import DatasetSummary, LastRun
+from app.engine.run_settling import settle_run
 from app.errors import Conflict, NotFound
 from app.services.platform import Platform
 
@@ -51,12 +55,30 @@ async def dataset_summaries(
     platform: Platform, project_id: UUID, after_seq: int, limit: int
 ) -> list[DatasetSummary]:
     """A page of the project's datasets, each with its newest run."""
-    return await dataset_rows.dataset_summaries(platform.pool, project_id, after_seq, limit)
+    summaries = await dataset_rows.dataset_summaries(platform.pool, project_id, after_seq, limit)
+    return [
+        msgspec.structs.replace(summary, last_run=await _as_it_stands(platform, summary.last_run))
+        for summary in summaries
+    ]
 
 
 async def last_run(platform: Platform, dataset: Dataset) -> LastRun | None:
     """The dataset's newest run, if any."""
-    return await dataset_rows.last_run(platform.pool, dataset.id)
+    return await _as_it_stands(platform, await dataset_rows.last_run(platform.pool, dataset.id))
+
+
+async def _as_it_stands(platform: Platform, last: LastRun | None) -> LastRun | None:
+    """A run going on as its counters stand: its row holds its gate only once it has ended
+    (its stores count in tallies, app/db/run_counts.py)."""
+    if last is None or last.status in FINAL_STATUSES:
+        return last
+    run = await settle_run(platform.pool, last.id)
+    if run is None:
+        return last
+    return LastRun(
+        id=run.id, status=run.status, pass_rate=run.pass_rate, ci_pass=run.ci_pass,
+        created_at=run.created_at,
+    )  # fmt: skip
 
 
 async def dataset_names(

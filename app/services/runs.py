@@ -7,13 +7,14 @@ from uuid import UUID
 
 import msgspec
 
-from app.db import case_results, result_rows
+from app.db import case_results, result_rows, run_gates
 from app.db import runs as run_rows
 from app.db import test_cases as case_rows
 from app.domain.case_results import StoredResult, TrialSummary
 from app.domain.results import Gate
 from app.domain.runs import Run
 from app.domain.web import ResultFilter, ResultRow, Revision
+from app.engine.run_settling import settle_if_due
 from app.errors import NotFound
 from app.grading import run_gate
 from app.services.platform import Platform
@@ -22,11 +23,11 @@ _MISSING = "No run with this id in your project."
 
 
 async def get_run(platform: Platform, project_id: UUID, run_id: UUID) -> Run:
-    """The run, or NotFound."""
+    """The run, or NotFound; settled first when its stores moved it on (run_settling)."""
     run = await run_rows.get_run(platform.pool, project_id, run_id)
     if run is None:
         raise NotFound(_MISSING)
-    return run
+    return await settle_if_due(platform.pool, run)
 
 
 async def list_runs(
@@ -40,9 +41,10 @@ async def list_runs(
 ) -> list[Run]:
     """A page of runs, newest first; `ci_pass` True or False: only runs whose gate passed, or
     only those whose gate did not."""
-    return await run_rows.list_runs(
+    runs = await run_rows.list_runs(
         platform.pool, project_id, dataset_id, status, before_seq, limit, ci_pass
     )
+    return [await settle_if_due(platform.pool, run) for run in runs]
 
 
 async def list_results(
@@ -130,6 +132,8 @@ async def cancel_run(platform: Platform, project_id: UUID, run_id: UUID) -> Run:
             raise NotFound(_MISSING)
         if run.is_final:
             return run
+        # What stores counted so far goes into the row with the run's last gate.
+        run = await run_gates.take_in(connection, run_id)
         gate = run_gate(run)
         cancelled = Gate(pass_rate=gate.pass_rate, ci_pass=False, ci_fail_reason=_cancelled(gate))
         return await run_rows.set_verdict(connection, run_id, "cancelled", cancelled)

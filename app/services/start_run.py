@@ -18,6 +18,8 @@ import msgspec
 from app.db import agents as agent_rows
 from app.db import chunks as chunk_rows
 from app.db import datasets as dataset_rows
+from app.db import pinned_cases as pinned_rows
+from app.db import run_gates
 from app.db import runs as run_rows
 from app.db.pool import Connection
 from app.db.runs import RunInsert
@@ -93,7 +95,7 @@ async def pinned_cases(platform: Platform, run_id: UUID, page: int) -> AsyncIter
     """The run's cases at their pinned revisions, in dataset order, fetched `page` at a time
     with a connection held for each page's query only (a client may read the list slowly)."""
     after = 0
-    while cases := await run_rows.pinned_page(platform.pool, run_id, after, page):
+    while cases := await pinned_rows.pinned_page(platform.pool, run_id, after, page):
         for case in cases:
             yield case
         after = cases[-1].position
@@ -116,7 +118,7 @@ async def _start_ci_run(
         if run is None:
             return await _replay(connection, project_id, idempotency_key, request, dataset)
         run = await run_rows.pin_cases(connection, run.id, request.dataset_id)
-        run = await run_rows.store_gate(connection, run)
+        run = await run_gates.store_gate(connection, run)
     return StartedRun(run=run, dataset=dataset, replayed=False)
 
 
@@ -210,7 +212,7 @@ async def _plan_work(
     await chunk_rows.create_chunks(connection, run.id, count)
     first = await chunk_rows.queue_next(connection, run.id, lanes)
     if run.total == 0:
-        await run_rows.store_gate(connection, run)  # nothing to call: complete, and not passed
+        await run_gates.store_gate(connection, run)  # nothing to call: complete, and not passed
     refreshed = await run_rows.run_by_id(connection, run.id)
     assert refreshed is not None
     return refreshed, first

@@ -117,9 +117,10 @@ async def test_a_worker_stopped_while_storing_stores_the_answers_it_has(
     workers: WorkerProcesses,
     database_url: str,
 ) -> None:
-    # A lane stores a chunk while the next one's calls are in flight. Hold the run's row so
-    # that stores wait, let the next calls finish, then stop the worker: the answers it holds
-    # are stored before it exits, and nothing is left for the reaper to redo.
+    # A lane stores a chunk while the next one's calls are in flight. Hold the run's tallies
+    # (a store's last write; the run's row no longer holds stores up) so that stores wait, let
+    # the next calls finish, then stop the worker: the answers it holds are stored before it
+    # exits, and nothing is left for the reaper to redo.
     fake_agent.delay_s = 0.2
     leaving = workers.start(concurrency=100)
     cases = 1000
@@ -128,7 +129,7 @@ async def test_a_worker_stopped_while_storing_stores_the_answers_it_has(
     holder = await asyncpg.connect(database_url)
     try:
         async with holder.transaction():
-            await holder.execute("SELECT 1 FROM eval_runs WHERE id = $1 FOR UPDATE", run["run_id"])
+            await holder.execute("LOCK TABLE run_tallies IN SHARE MODE")
             await asyncio.sleep(1)  # every lane's next calls are answered meanwhile
             leaving.send_signal(signal.SIGTERM)
             await asyncio.sleep(1)

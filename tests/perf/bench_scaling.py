@@ -12,7 +12,9 @@
 
 Targets: wall within 1.25 x ideal (cases x delay / concurrency) at 4 workers; a worker takes
 work within 5 s of answering /live; after a SIGTERM every case has exactly one result. Each
-worker's file descriptors, PostgreSQL and Redis connections are sampled every second.
+worker's file descriptors, PostgreSQL and Redis connections are sampled every second, and
+PostgreSQL's wait events every 0.2 s (bench_pg_waits): each row prints its top waits and its
+PostgreSQL CPU per case.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import asyncpg
 import httpx
 
 from app.config import load_settings
+from tests.perf.bench_pg_waits import Waits, sample_waits, top_waits
 from tests.perf.bench_server_mode import cpu_s, prepare, run_to_end
 from tests.perf.harness import delayed_agent, rss_mb, server_urls
 from tests.support.databases import drop_database, fresh_database, new_project_key
@@ -148,6 +151,7 @@ class Row:
     handed_over: int
     took_work_s: list[float | None]
     timeline: dict[str, float]
+    waits: Waits
 
 
 # Sockets and CPU, read from /proc.
@@ -264,12 +268,15 @@ async def table_row(bench: Bench, count: int) -> Row:
         pids = [worker.pid for worker in workers]
         peaks: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         sampler = asyncio.create_task(sample_peaks(pids, bench.ports, peaks))
+        waits: Waits = collections.Counter()
+        waiting = asyncio.create_task(sample_waits(bench.database_url, waits))
         claims = [asyncio.create_task(worker.first_claim(bench.probe)) for worker in workers]
         before = await cpu_now(bench, workers)
         started = time.monotonic()
         run, wall_s = await run_to_end(bench.client, agent_id, dataset_id, args.concurrency)
         cpu = cpu_between(before, await cpu_now(bench, workers))
         sampler.cancel()
+        waiting.cancel()
         took = [claim.result() - started if claim.done() else None for claim in claims]
         for claim in claims:
             claim.cancel()
@@ -281,7 +288,7 @@ async def table_row(bench: Bench, count: int) -> Row:
         status=run["status"], cpu_s=cpu, peaks=[peaks[pid] for pid in pids], rss_mb=rss,
         chunks_done=[int(metrics.get(DONE, 0)) for metrics in scraped],
         handed_over=int(sum(metrics.get(HANDED_OVER, 0) for metrics in scraped)), took_work_s=took,
-        timeline={name: float(seconds) for name, seconds in timeline.items()},
+        timeline={name: float(seconds) for name, seconds in timeline.items()}, waits=waits,
     )  # fmt: skip
 
 
@@ -306,9 +313,9 @@ def print_table(bench: Bench, rows: list[Row]) -> None:
         "| workers | concurrency each | wall s | cases/s | wall/ideal "
         "| CPU s api / workers / postgres / agent | max fds a worker | max DB conns a worker "
         "| max Redis conns a worker | peak RSS MB a worker | chunks done each "
-        "| lanes handed over | took work s (latest) |"
+        "| lanes handed over | took work s (latest) | PG CPU ms a case |"
     )
-    print("|---:" * 13 + "|")
+    print("|---:" * 14 + "|")
     for row in rows:
         cpu = " / ".join(f"{row.cpu_s[name]:.2f}" for name in row.cpu_s)
         took = [s for s in row.took_work_s if s is not None]
@@ -320,13 +327,31 @@ def print_table(bench: Bench, rows: list[Row]) -> None:
             f"| {max(peak['db'] for peak in row.peaks)} "
             f"| {max(peak['redis'] for peak in row.peaks)} | {max(row.rss_mb):.0f} "
             f"| {' / '.join(map(str, row.chunks_done))} | {row.handed_over} "
-            f"| {max(took, default=0):.2f}{f' ({never} never)' if never else ''} |"
+            f"| {max(took, default=0):.2f}{f' ({never} never)' if never else ''} "
+            f"| {row.cpu_s['postgres'] * 1000 / max(1, row.done):.3f} |"
         )
     print("\nseconds from the run's creation (the wall adds the POST before it):")
     for row in rows:
         steps = ", ".join(f"{name} {seconds:.2f}" for name, seconds in row.timeline.items())
         print(f"  {row.workers} worker(s): {steps}; wall {row.wall_s:.2f}")
+    print_waits(rows)
     print_targets(bench, rows, ideal_s)
+
+
+def print_waits(rows: list[Row]) -> None:
+    """Each row's most seen PostgreSQL waits, and its PostgreSQL CPU per case against 1 worker's."""
+    first = rows[0]
+    per_case = {row.workers: row.cpu_s["postgres"] / max(1, row.done) for row in rows}
+    for row in rows:
+        samples = row.waits.get(("samples", ""), 0)
+        ratio = per_case[row.workers] / per_case[first.workers] if per_case[first.workers] else 0
+        print(
+            f"\n{row.workers} worker(s): PostgreSQL CPU {per_case[row.workers] * 1000:.3f} ms a "
+            f"case ({ratio:.2f} x {first.workers} worker(s); target <= 1.3 at 4); top waits of "
+            f"active backends in {samples} samples of pg_stat_activity:"
+        )
+        for line in top_waits(row.waits):
+            print(f"  {line}")
 
 
 def print_targets(bench: Bench, rows: list[Row], ideal_s: float) -> None:
