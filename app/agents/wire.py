@@ -30,6 +30,10 @@ class Answer(NamedTuple):
     body: bytes | None
 
 
+# 1xx answers (100 Continue, 103 Early Hints) read before an answer: a server sends one or two.
+MAX_INTERIM_ANSWERS = 10
+
+
 class AnswerLimits(NamedTuple):
     """What one answer may take: body bytes, bytes outside a body (the head, chunk framing,
     trailers) and header fields (trailers count as fields too)."""
@@ -56,7 +60,8 @@ class ConnectionBroken(Exception):
 
 
 class HeadersTooLarge(Exception):
-    """The answer's head (or its trailers) went past a limit: `limit` "bytes" or "fields"."""
+    """The answer's head (or its trailers) went past a limit: `limit` "bytes", "fields" or
+    "interim answers"."""
 
     def __init__(self, what: str, limit: int) -> None:
         super().__init__(f"the answer's head is over {limit} {what}")
@@ -80,6 +85,7 @@ class AgentConnection(asyncio.Protocol):
         # trailers), and a count of the parser's events that mean it moved.
         self._outside_body_bytes = 0
         self._progress = 0
+        self._interim_answers = 0
         self._keep_alive = False
         self._headers_done = False
         self.closed = False
@@ -95,7 +101,7 @@ class AgentConnection(asyncio.Protocol):
             raise ConnectionBroken("the connection is closed")
         self._answer = asyncio.get_running_loop().create_future()
         self._headers, self._body, self._size = [], [], 0
-        self._outside_body_bytes = 0
+        self._outside_body_bytes = self._interim_answers = 0
         self._headers_done = False
         self._transport.write(request)
         try:
@@ -201,6 +207,10 @@ class AgentConnection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         status = self._parser.get_status_code()
         if status < 200:  # 100 Continue and the like: the answer follows
+            # Each such head is bounded, their number too: endless ones never end the exchange.
+            self._interim_answers += 1
+            if self._interim_answers > MAX_INTERIM_ANSWERS:
+                raise HeadersTooLarge("interim answers", MAX_INTERIM_ANSWERS)
             self._headers, self._body, self._size = [], [], 0
             self._headers_done = False
             return

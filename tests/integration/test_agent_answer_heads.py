@@ -152,6 +152,18 @@ def trailer_flood(total_bytes: int, piece_bytes: int = 16 * 1024) -> Send:
     return answer
 
 
+def interim_flood(total_bytes: int) -> Send:
+    """Interim answers (103 Early Hints, each a small head) for total_bytes, then a reply."""
+
+    async def answer(out: Sender) -> None:
+        hint = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n" * 64
+        for _ in range(total_bytes // len(hint)):
+            await out.send(hint)
+        await out.send(b"HTTP/1.1 200 OK\r\n" + _reply_end())
+
+    return answer
+
+
 def head_of(size: int) -> Send:
     """A 200 whose head (status line to the blank line) is exactly `size` bytes."""
 
@@ -256,6 +268,17 @@ async def test_a_flood_of_trailers_after_the_body_is_refused(start_agent: StartA
     assert len(result.attempts) == 1
     await _cut_off(agent)
     assert peak_bytes < 4 * 1024 * 1024
+
+
+async def test_a_flood_of_interim_answers_is_refused(start_agent: StartAgent) -> None:
+    # Each 1xx head is small and ends, so no byte limit saw them: 32 MiB of them were read.
+    agent = await start_agent(interim_flood(FLOOD_BYTES))
+
+    result, _ = await call_measured(agent.url)
+
+    assert result.error == "the agent sent more than 10 interim (1xx) answers before its answer"
+    assert len(result.attempts) == 1 and agent.requests == 1
+    await _cut_off(agent)
 
 
 async def test_100_fields_and_a_head_of_exactly_the_limit_are_read(
