@@ -69,15 +69,7 @@ async def startup(ctx: dict[str, Any]) -> None:
         max_size=settings.db_pool_max,
         acquire_timeout_s=WORKER_ACQUIRE_TIMEOUT_S,
     )
-    agent_client = AgentClient(
-        max_connections=concurrency,
-        allow_private=settings.allow_private_agents,
-        max_body_bytes=settings.agent_max_body_bytes,
-        max_header_bytes=settings.agent_max_header_bytes,
-        max_headers=settings.agent_max_headers,
-        max_attempts=settings.agent_max_attempts,
-        retry_after_cap_s=settings.agent_retry_after_cap_s,
-    )
+    agent_client = AgentClient.from_settings(settings, max_connections=concurrency)
     state = WorkerState(
         settings=settings, pool=pool, redis=ctx["redis"], agent_client=agent_client,
         secret_key=require_secret_key(settings), concurrency=concurrency,

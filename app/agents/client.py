@@ -41,6 +41,7 @@ from app.agents.wire import (
     HeadersTooLarge,
     Origin,
 )
+from app.config import Settings
 from app.domain.agent_calls import Attempt
 from app.observability import metrics
 from app.retry_policy import RETRYABLE_STATUSES, RetryPolicy, Sleep, retry_after_s
@@ -117,6 +118,19 @@ class AgentClient:
         # Per URL and stored headers, a request's head up to its length (None: not sendable).
         self._heads: dict[tuple[str, tuple[tuple[str, str], ...]], bytes | None] = {}
         self._sleep = sleep
+
+    @classmethod
+    def from_settings(cls, settings: Settings, max_connections: int) -> AgentClient:
+        """The client the settings describe (the API's and every worker's alike)."""
+        return cls(
+            max_connections=max_connections,
+            allow_private=settings.allow_private_agents,
+            max_body_bytes=settings.agent_max_body_bytes,
+            max_header_bytes=settings.agent_max_header_bytes,
+            max_headers=settings.agent_max_headers,
+            max_attempts=settings.agent_max_attempts,
+            retry_after_cap_s=settings.agent_retry_after_cap_s,
+        )
 
     async def call(self, target: AgentTarget, body: dict[str, Any]) -> AgentCallResult:
         """POST the body; retry connection errors, timeouts, 429 and 502-504; failures are data."""

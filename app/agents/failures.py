@@ -38,6 +38,10 @@ def over_limit(max_body_bytes: int) -> str:
 
 def headers_over_limit(exc: HeadersTooLarge) -> str:
     """The answer's headers are bigger, or more, than the platform reads."""
+    if exc.what == "framing":
+        return "the agent's answer has more chunk framing than a body of its size needs"
+    if exc.what == "interim answers":
+        return f"the agent sent more than {exc.limit} interim (1xx) answers before its answer"
     if exc.what == "fields":
         return f"the agent's answer has more than the {exc.limit} header fields the platform reads"
     return f"the agent's answer headers are over the {byte_size(exc.limit)} limit"

@@ -10,6 +10,8 @@ The head is capped too, in raw bytes before the parser sees them: llhttp's callb
 header value by appending each piece it is fed, so one huge value arriving in pieces costs
 quadratic time (32 MB took 4.6 s of the event loop), and 1 GB of headers was 1.1 GB held.
 Past the cap nothing more is fed: 64 KiB fed a byte at a time costs about 50 ms at worst.
+Bytes besides the body's are bounded over the whole answer as well (chunk framing in
+proportion to the body), since each body byte starts the head's count again.
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ class Answer(NamedTuple):
     status: int
     headers: list[tuple[bytes, bytes]]
     body: bytes | None
+
+
+# 1xx answers (100 Continue, 103 Early Hints) read before an answer: a server sends one or two.
+MAX_INTERIM_ANSWERS = 10
+# Chunk framing an answer may carry per byte of its body, on top of twice the head's limit.
+FRAMING_BYTES_PER_BODY_BYTE = 8
 
 
 class AnswerLimits(NamedTuple):
@@ -56,7 +64,8 @@ class ConnectionBroken(Exception):
 
 
 class HeadersTooLarge(Exception):
-    """The answer's head (or its trailers) went past a limit: `limit` "bytes" or "fields"."""
+    """The answer's head (or its trailers) went past a limit: `limit` "bytes", "fields",
+    "interim answers" or "framing" (bytes besides the body's)."""
 
     def __init__(self, what: str, limit: int) -> None:
         super().__init__(f"the answer's head is over {limit} {what}")
@@ -80,6 +89,8 @@ class AgentConnection(asyncio.Protocol):
         # trailers), and a count of the parser's events that mean it moved.
         self._outside_body_bytes = 0
         self._progress = 0
+        self._interim_answers = 0
+        self._fed_bytes = 0  # every byte of this answer fed to the parser
         self._keep_alive = False
         self._headers_done = False
         self.closed = False
@@ -95,7 +106,7 @@ class AgentConnection(asyncio.Protocol):
             raise ConnectionBroken("the connection is closed")
         self._answer = asyncio.get_running_loop().create_future()
         self._headers, self._body, self._size = [], [], 0
-        self._outside_body_bytes = 0
+        self._outside_body_bytes = self._interim_answers = self._fed_bytes = 0
         self._headers_done = False
         self._transport.write(request)
         try:
@@ -146,13 +157,22 @@ class AgentConnection(asyncio.Protocol):
             if room <= 0:
                 self._fail(HeadersTooLarge("bytes", self._limits.max_header_bytes))
                 return
+            if self._fed_bytes - self._size > self._framing_allowance():
+                self._fail(HeadersTooLarge("framing", self._framing_allowance()))
+                return
             piece, data = data[:room], data[room:]
             progress = self._progress
+            self._fed_bytes += len(piece)
             self._parser.feed_data(piece)
             # A piece is at most `room` long, so what follows the last event in it (not
             # counted) is bounded by the limit too.
             moved = self._progress != progress
             self._outside_body_bytes = 0 if moved else self._outside_body_bytes + len(piece)
+
+    def _framing_allowance(self) -> int:
+        """Bytes an answer may hold besides its body's: its head and trailers, and chunk
+        framing in proportion to the body (a byte a chunk takes 5), whatever each byte reset."""
+        return 2 * self._limits.max_header_bytes + FRAMING_BYTES_PER_BODY_BYTE * self._size
 
     def _answer_settled(self) -> bool:
         return self._answer is None or self._answer.done()
@@ -201,6 +221,10 @@ class AgentConnection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         status = self._parser.get_status_code()
         if status < 200:  # 100 Continue and the like: the answer follows
+            # Each such head is bounded, their number too: endless ones never end the exchange.
+            self._interim_answers += 1
+            if self._interim_answers > MAX_INTERIM_ANSWERS:
+                raise HeadersTooLarge("interim answers", MAX_INTERIM_ANSWERS)
             self._headers, self._body, self._size = [], [], 0
             self._headers_done = False
             return

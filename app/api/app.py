@@ -82,15 +82,7 @@ async def open_platform(settings: Settings) -> Platform:
         settings.database_url, pool, settings.max_waiters, settings.max_waiters_per_project
     )
     await watcher.start()
-    agent_client = AgentClient(
-        max_connections=20,
-        allow_private=settings.allow_private_agents,
-        max_body_bytes=settings.agent_max_body_bytes,
-        max_header_bytes=settings.agent_max_header_bytes,
-        max_headers=settings.agent_max_headers,
-        max_attempts=settings.agent_max_attempts,
-        retry_after_cap_s=settings.agent_retry_after_cap_s,
-    )
+    agent_client = AgentClient.from_settings(settings, max_connections=20)
     redis = await queue.connect(settings.redis_url)
     return Platform(
         settings=settings,

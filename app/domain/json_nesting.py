@@ -6,14 +6,17 @@ afterwards (an encoder, a template, a grader) recurses again. No document we tak
 than a few dozen levels, so a deeper one is refused at the door, by one rule, everywhere a
 client's JSON is decoded.
 
-The check runs at C speed: strings are dropped, then everything but brackets, then innermost
-empty pairs are removed a round at a time; a document is within the limit when the brackets
-are gone in at most MAX_DEPTH rounds.
+The check runs at C speed, a slice of the document at a time, so no one step holds the
+interpreter long (a large body is checked on a thread, and the event loop runs between
+slices): each slice loses its escapes, then everything but brackets and quotes, then its
+strings; its brackets' deepest level is then bounded by removing innermost empty pairs a few
+rounds, or counted exactly when that bound is too loose.
 """
 
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 
 # Levels of arrays and objects in one document, the outermost included.
 MAX_DEPTH = 64
@@ -25,43 +28,88 @@ _NAMING_TOKENS = 100_000
 
 # Objects and arrays nest alike: both become "[" and "]" (a mismatch is the decoder's to find).
 _AS_SQUARE = bytes.maketrans(b"{}", b"[]")
-_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
-_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*+"?|[\[\]{}:,]', re.S)
+_NOT_STRUCTURE = bytes(set(range(256)) - set(b'[]{}"'))
+# Escapes gone, a string is quote to quote (or to the slice's end: it goes on in the next).
+_STRING = re.compile(rb'"[^"]*"')
+_LEVEL_STEP = [0] * 256
+_LEVEL_STEP[ord("[")], _LEVEL_STEP[ord("]")] = 1, -1
+# One slice is one step of C code holding the interpreter: 64 KiB is a few ms at worst.
+SLICE_BYTES = 64 * 1024
+# Rounds of removing innermost pairs tried before counting a slice's levels one by one.
+_QUICK_ROUNDS = 8
+# Naming where is a walk in Python over this many bytes at most (the rest: the document).
+_NAMING_BYTES = 256 * 1024
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}:,]', re.S)
 
 
 def too_deep(document: bytes | str, max_depth: int = MAX_DEPTH) -> str | None:
     """Where the document nests deeper than `max_depth` (a JSON pointer, "" for the whole
     document), or None when it does not. Text that is not JSON is left to the decoder."""
     raw = document.encode("utf-8", "replace") if isinstance(document, str) else document
-    if not _nests_deeper(raw, max_depth):
-        return None
-    return _pointer_past(raw, max_depth)
+    scan = _DepthScan(max_depth)
+    for start in range(0, len(raw), SLICE_BYTES):
+        if scan.passes_limit(raw[start : start + SLICE_BYTES]):
+            return _pointer_past(raw[:_NAMING_BYTES], max_depth)
+    return None
 
 
-def _nests_deeper(raw: bytes, max_depth: int) -> bool:
-    brackets = _outside_strings(raw).translate(_AS_SQUARE, _NOT_BRACKETS)
-    if brackets.count(b"[") <= max_depth:
-        return False  # no more containers than levels allowed
-    for _ in range(max_depth):
-        # One pass removes exactly the innermost pairs: a pair closing around one just
-        # removed was not a pair in the text this pass scanned.
-        inner_removed = brackets.replace(b"[]", b"")
-        if not inner_removed:
-            return False  # every pair matched within the limit
-        if inner_removed == brackets:
-            # Unbalanced, so not JSON; but a decoder recurses into every unclosed opener
-            # before it finds out.
-            return brackets.count(b"[") > max_depth
-        brackets = inner_removed
-    return True
+class _DepthScan:
+    """The level a document is at, read a slice at a time; and what carries over a slice's
+    end: being inside a string, and a backslash escaping the next slice's first byte."""
 
+    def __init__(self, max_depth: int) -> None:
+        self.max_depth = max_depth
+        self.level = 0
+        self.in_string = False
+        self.escaping = False
 
-def _outside_strings(raw: bytes) -> bytes:
-    """The text with every string's content left out: escaped backslashes go first, so an
-    escaped quote is told from a quote after an escaped backslash; then every other piece
-    between quotes is outside a string. (Backslashes outside strings are not JSON anyway.)"""
-    unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
-    return b"".join(unescaped.split(b'"')[0::2])
+    def passes_limit(self, piece: bytes) -> bool:
+        """Whether the document goes deeper than the limit within this slice."""
+        brackets = self._brackets_outside_strings(piece)
+        opened = brackets.count(b"[")
+        if self.level + opened <= self.max_depth:
+            deepest = self.max_depth  # not even every opener here, unclosed, would pass it
+        else:
+            deepest = self._deepest(brackets)
+        # Below 0 the text is not JSON (the decoder stops there): count on from 0.
+        self.level = max(0, self.level + 2 * opened - len(brackets))
+        return deepest > self.max_depth
+
+    def _brackets_outside_strings(self, piece: bytes) -> bytes:
+        if self.escaping:
+            piece, self.escaping = piece[1:], False
+        # Escaped backslashes go first, so an escaped quote is told from a quote after an
+        # escaped backslash. (Backslashes outside strings are not JSON anyway.)
+        piece = piece.replace(b"\\\\", b"")
+        if piece.endswith(b"\\"):
+            piece, self.escaping = piece[:-1], True
+        kept = piece.replace(b'\\"', b"").translate(_AS_SQUARE, _NOT_STRUCTURE)
+        if self.in_string:
+            end = kept.find(b'"')
+            if end < 0:
+                return b""
+            kept, self.in_string = kept[end + 1 :], False
+        # Strings without brackets are now `""`: gone at once (no bracket changes sides).
+        kept = _STRING.sub(b"", kept.replace(b'""', b""))
+        opened = kept.find(b'"')
+        if opened >= 0:
+            kept, self.in_string = kept[:opened], True
+        return kept
+
+    def _deepest(self, brackets: bytes) -> int:
+        """The deepest level the slice's brackets reach, or a bound on it within the limit."""
+        reduced = brackets
+        for rounds in range(_QUICK_ROUNDS):
+            if b"[]" not in reduced:
+                # What is left is closers, then openers: a level here is at most what was
+                # open before, the pairs around it (fewer than the rounds), and the openers.
+                bound = self.level + rounds + reduced.count(b"[")
+                if bound <= self.max_depth:
+                    return bound
+                break
+            reduced = reduced.replace(b"[]", b"")
+        levels = accumulate(map(_LEVEL_STEP.__getitem__, brackets), initial=self.level)
+        return max(levels)
 
 
 def _pointer_past(raw: bytes, max_depth: int) -> str:

@@ -46,11 +46,13 @@ def token_hash(token: str) -> bytes:
 
 
 async def sign_in_with_key(platform: Platform, key: str) -> NewSession:
-    """A session for the key's project; NotAuthenticated when the key is not a live one."""
+    """A session for the key's project; NotAuthenticated when the key is not a live one,
+    TooManyRequests past its project's request rate (each sign-in writes a session)."""
     found = await live_key(platform.pool, key.strip())
     if found is None:
         raise NotAuthenticated("That API key is not valid, or it has been revoked.")
     key_id, project_id = found
+    await platform.limits.admit_request(project_id)
     return await _open(platform.pool, project_id, key_id)
 
 

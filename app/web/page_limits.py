@@ -2,7 +2,8 @@
 
 Every signed-in page draws on its session's bucket and its project's (the one the project's API
 keys draw on too). What is never limited, so nobody is locked out: static files, /health,
-/ready, /metrics, the sign-in pages and signing out.
+/ready, /metrics, the sign-in pages and signing out (signing in with a key is one of its
+project's requests: each writes a session).
 """
 
 from __future__ import annotations

@@ -8,10 +8,11 @@ from litestar import Controller, Request, Response, get, post
 from litestar.params import FromQuery
 
 from app.api.auth import PlatformDep
-from app.errors import NotAuthenticated
+from app.errors import NotAuthenticated, TooManyRequests
 from app.services import web_sessions
 from app.services.platform import Platform
 from app.services.web_sessions import NewSession
+from app.web.page_limits import with_retry_after
 from app.web.rendering import page, redirect
 from app.web.sessions import (
     SESSION_COOKIE,
@@ -78,6 +79,9 @@ class SignInPages(Controller):
         except NotAuthenticated as exc:
             errors = {"api_key": exc.detail}
             return _form(request, next_path, errors=errors, status_code=422)
+        except TooManyRequests as exc:
+            refused = _form(request, next_path, errors={"api_key": exc.detail}, status_code=429)
+            return with_retry_after(refused, exc)
         return await _signed_in(request, platform, session, safe_next(next_path))
 
 

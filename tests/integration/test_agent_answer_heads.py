@@ -152,6 +152,31 @@ def trailer_flood(total_bytes: int, piece_bytes: int = 16 * 1024) -> Send:
     return answer
 
 
+def interim_flood(total_bytes: int) -> Send:
+    """Interim answers (103 Early Hints, each a small head) for total_bytes, then a reply."""
+
+    async def answer(out: Sender) -> None:
+        hint = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n" * 64
+        for _ in range(total_bytes // len(hint)):
+            await out.send(hint)
+        await out.send(b"HTTP/1.1 200 OK\r\n" + _reply_end())
+
+    return answer
+
+
+def chunked(chunk_extension: bytes, padding_bytes: int = 4000) -> Send:
+    """A chunked reply sent a byte a chunk, each chunk's size line carrying the extension."""
+
+    async def answer(out: Sender) -> None:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked"
+        await out.send(head + b"\r\n\r\n")
+        for byte in b" " * padding_bytes + REPLY:
+            await out.send(b"1" + chunk_extension + b"\r\n" + bytes([byte]) + b"\r\n")
+        await out.send(b"0\r\n\r\n")
+
+    return answer
+
+
 def head_of(size: int) -> Send:
     """A 200 whose head (status line to the blank line) is exactly `size` bytes."""
 
@@ -256,6 +281,34 @@ async def test_a_flood_of_trailers_after_the_body_is_refused(start_agent: StartA
     assert len(result.attempts) == 1
     await _cut_off(agent)
     assert peak_bytes < 4 * 1024 * 1024
+
+
+async def test_a_flood_of_interim_answers_is_refused(start_agent: StartAgent) -> None:
+    # Each 1xx head is small and ends, so no byte limit saw them: 32 MiB of them were read.
+    agent = await start_agent(interim_flood(FLOOD_BYTES))
+
+    result, _ = await call_measured(agent.url)
+
+    assert result.error == "the agent sent more than 10 interim (1xx) answers before its answer"
+    assert len(result.attempts) == 1 and agent.requests == 1
+    await _cut_off(agent)
+
+
+async def test_chunk_framing_out_of_proportion_to_the_body_is_refused(
+    start_agent: StartAgent,
+) -> None:
+    # 60 KB of chunk extension per byte of body: each body byte reset the count outside the
+    # body, so a 4 KB reply could come in 240 MB of framing, read until the call's timeout.
+    flooded = await start_agent(chunked(b";x=" + b"a" * 60_000))
+    plain = await start_agent(chunked(b""))  # a byte a chunk: 5 bytes of framing each
+
+    result, peak_bytes = await call_measured(flooded.url)
+
+    assert result.error == "the agent's answer has more chunk framing than a body of its size needs"
+    assert len(result.attempts) == 1 and flooded.requests == 1
+    await _cut_off(flooded)
+    assert peak_bytes < 4 * 1024 * 1024
+    assert (await call_measured(plain.url))[0].actual_output == "Refunded."
 
 
 async def test_100_fields_and_a_head_of_exactly_the_limit_are_read(

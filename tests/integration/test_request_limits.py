@@ -90,11 +90,11 @@ async def test_a_projects_pages_share_its_rate_and_what_must_stay_open_does(
     served: Served, api_key: str
 ) -> None:
     async with (
-        served(rate_limit_per_s=0.2, rate_limit_burst=3) as url,
+        served(rate_limit_per_s=0.2, rate_limit_burst=4) as url,
         api_client(url, api_key) as api,
         browser(url) as web,
     ):
-        assert (await sign_in(web, api_key)).status_code == 303
+        assert (await sign_in(web, api_key)).status_code == 303  # one of the four
         spent = [(await api.get("/api/v1/datasets")).status_code for _ in range(3)]
         refused = await web.get("/datasets")
         open_paths = ("/health", "/ready", "/metrics", "/static/app.css", "/login")
@@ -110,6 +110,36 @@ async def test_a_projects_pages_share_its_rate_and_what_must_stay_open_does(
     assert "Too many requests" in shown_text(refused.text)
     assert always == dict.fromkeys(always, 200)
     assert signed_out.status_code == 303, "signing out is never rate limited"
+
+
+async def test_signing_in_with_a_key_draws_on_its_projects_rate(
+    served: Served, api_key: str, database_url: str
+) -> None:
+    # Each sign-in writes a session: unmetered, a key could write them as fast as it can send.
+    other_key = await new_project_key(database_url)
+    async with (
+        served(rate_limit_per_s=0.01, rate_limit_burst=3) as url,
+        browser(url) as web,
+        browser(url) as other_browser,
+    ):
+        signed_in = [(await sign_in(web, api_key)).status_code for _ in range(3)]
+        refused = await sign_in(web, api_key)
+        other_project = await sign_in(other_browser, other_key)
+    connection = await asyncpg.connect(database_url)
+    try:
+        project_id = await project_of(connection, api_key)
+        sessions = await connection.fetchval(
+            "SELECT count(*) FROM web_sessions WHERE project_id = $1", project_id
+        )
+    finally:
+        await connection.close()
+    assert signed_in == [303, 303, 303]
+    assert refused.status_code == 429
+    assert said_retry(refused.text) == int(refused.headers["retry-after"])
+    assert "its API keys and web sessions together" in shown_text(refused.text)
+    assert 'name="api_key"' in refused.text, "the sign-in form is shown again"
+    assert sessions == 1, "each sign-in ended the browser's previous session; the refused none"
+    assert other_project.status_code == 303
 
 
 async def test_a_session_past_its_page_rate_is_told_when_to_try_again(
