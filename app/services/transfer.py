@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
@@ -142,6 +143,10 @@ async def import_test_cases(
     return validator.valid
 
 
+# Lines longer than this are checked and decoded on a thread (most lines are a few KiB).
+LINE_ON_THREAD_ABOVE_BYTES = 256 * 1024
+
+
 async def _validate(
     validator: _Validator, body: AsyncIterable[bytes], max_bytes: int, max_lines: int
 ) -> int:
@@ -153,7 +158,12 @@ async def _validate(
             raise BodyTooLarge(f"The import is over the {max_lines}-line limit.")
         if number == 1 and raw.startswith(_BOM):
             raw = raw[len(_BOM) :]
-        if raw.strip():
+        if not raw.strip():
+            continue
+        if len(raw) > LINE_ON_THREAD_ABOVE_BYTES:
+            # A long line's nesting check and decode would hold the loop for every request.
+            await asyncio.to_thread(validator.add, number, raw)
+        else:
             validator.add(number, raw)
     return number
 
