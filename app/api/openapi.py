@@ -13,7 +13,7 @@ import importlib
 import inspect
 import pkgutil
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from litestar import Litestar
@@ -34,6 +34,7 @@ from litestar.openapi.spec.enums import OpenAPIFormat, OpenAPIType
 import app.api
 from app.api.comparisons import MAX_COMPARED
 from app.api.openapi_examples import BODY_EXAMPLES, IMPORT_EXAMPLE
+from app.api.openapi_rules import ids_as_uuids, otlp_json_components, schemas_named_in, without_nul
 from app.api.pagination import COMPARE_CURSOR, CURSOR_PATTERN, MAX_LIMIT
 from app.api.problems import PROBLEM_JSON, Problem
 from app.services.traces import TRACE_CURSOR_PATTERN
@@ -103,39 +104,51 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "regenerateCaseDraft": (404, 409),
 }
 
-# Each operation that creates an object: the path parameter naming it, where its id is in the
-# answer, and the operations that take it.
-LINKS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "createAgent": (
-        "agent_id",
-        "$response.body#/id",
-        ("getAgent", "updateAgent", "deleteAgent", "invokeAgent"),
-    ),
-    "createDataset": (
-        "dataset_id",
-        "$response.body#/id",
-        (
-            "getDataset",
-            "updateDataset",
-            "deleteDataset",
-            "listTestCases",
-            "createTestCase",
-            "importTestCases",
-            "listFlakyCases",
-            "exportTestCases",
-        ),
-    ),
-    "createTestCase": (
-        "test_case_id",
-        "$response.body#/id",
-        ("getTestCase", "updateTestCase", "deleteTestCase", "previewTestCase"),
-    ),
-    "createRun": (
-        "run_id",
-        "$response.body#/run_id",
-        ("getRun", "runEvents", "cancelRun", "listRunResults", "compareRuns"),
-    ),
+
+class Follow(NamedTuple):
+    """An operation a client can call next, and where its inputs are in the answer."""
+
+    parameters: dict[str, str]
+    body: dict[str, str] | None = None
+
+
+_AGENT = {"agent_id": "$response.body#/id"}
+_DATASET = {"dataset_id": "$response.body#/id"}
+_CASE = {"test_case_id": "$response.body#/id"}
+_RUN = {"run_id": "$response.body#/run_id"}
+_DRAFT = {
+    "dataset_id": "$response.body#/drafts/0/dataset_id",
+    "draft_id": "$response.body#/drafts/0/id",
 }
+# Each operation that creates something: its success status, and what can be done with it next
+# (so a client, and Schemathesis's stateful phase, can reach every operation from a create).
+LINKS: dict[str, tuple[str, dict[str, Follow]]] = {
+    "createAgent": ("201", {
+        name: Follow(_AGENT) for name in ("getAgent", "updateAgent", "deleteAgent", "invokeAgent")
+    }),
+    "createDataset": ("201", {
+        **{name: Follow(_DATASET) for name in (
+            "getDataset", "updateDataset", "deleteDataset", "listTestCases", "createTestCase",
+            "importTestCases", "listFlakyCases", "exportTestCases", "generateCases",
+            "listCaseDrafts",
+        )},
+        "createRun": Follow({}, {"dataset_id": "$response.body#/id"}),
+    }),
+    "createTestCase": ("201", {
+        name: Follow(_CASE)
+        for name in ("getTestCase", "updateTestCase", "deleteTestCase", "previewTestCase")
+    }),
+    "createRun": ("201", {
+        **{name: Follow(_RUN) for name in (
+            "getRun", "runEvents", "cancelRun", "listRunResults", "compareRuns",
+        )},
+        "postRunResults": Follow({}, {"run_id": "$response.body#/run_id"}),
+    }),
+    "generateCases": ("201", {
+        name: Follow(_DRAFT)
+        for name in ("acceptCaseDraft", "rejectCaseDraft", "regenerateCaseDraft")
+    }),
+}  # fmt: skip
 
 
 def complete(app: Litestar, priced_models: Iterable[str]) -> None:
@@ -155,6 +168,15 @@ def complete(app: Litestar, priced_models: Iterable[str]) -> None:
     }
     for path, method, operation in _operations(document):
         _complete_operation(path, method, operation)
+    bodies = {
+        name
+        for path, _, operation in _operations(document)
+        if path.startswith("/api/v1") and operation.request_body is not None
+        for name in schemas_named_in(operation.request_body.to_schema())
+    }
+    without_nul(document.components.schemas, bodies - {"OtlpRequest"})
+    ids_as_uuids(document.components.schemas, bodies)
+    document.components.schemas |= otlp_json_components()
 
 
 def _operations(document: OpenAPI) -> list[tuple[str, str, Operation]]:
@@ -194,14 +216,16 @@ def _add_example(operation: Operation) -> None:
 
 
 def _add_links(operation_id: str, responses: dict[str, Any]) -> None:
-    """What a client can do next with the object an operation created."""
+    """What a client can do next with what an operation created."""
     created = LINKS.get(operation_id)
     if created is None:
         return
-    parameter, expression, next_operations = created
-    responses["201"].links = {
-        next_operation: Link(operation_id=next_operation, parameters={parameter: expression})
-        for next_operation in next_operations
+    status, follows = created
+    responses[status].links = {
+        name: Link(
+            operation_id=name, parameters=follow.parameters or None, request_body=follow.body
+        )
+        for name, follow in follows.items()
     }
 
 
@@ -269,11 +293,8 @@ def _import(operation: Operation, responses: dict[str, Any]) -> None:
 
 def _otlp(operation: Operation, responses: dict[str, Any]) -> None:
     """OTLP/HTTP: the body is OTLP's own (protobuf, or OTLP/JSON), and so is the answer."""
-    request = Schema(
-        type=OpenAPIType.OBJECT,
-        properties={"resourceSpans": Schema(type=OpenAPIType.ARRAY, items=Schema())},
-        description="An ExportTraceServiceRequest in OTLP/JSON (hex ids).",
-    )
+    # An ExportTraceServiceRequest in OTLP/JSON (hex ids), as the server's decoder reads it.
+    request = _ref("OtlpRequest")
     binary = Schema(type=OpenAPIType.STRING, content_media_type="application/x-protobuf")
     operation.request_body = RequestBody(
         required=True,
