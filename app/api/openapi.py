@@ -13,7 +13,7 @@ import importlib
 import inspect
 import pkgutil
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 from litestar import Litestar
@@ -21,6 +21,7 @@ from litestar.openapi.spec import (
     Components,
     Link,
     OpenAPI,
+    OpenAPIHeader,
     OpenAPIMediaType,
     OpenAPIResponse,
     Operation,
@@ -34,6 +35,7 @@ from litestar.openapi.spec.enums import OpenAPIFormat, OpenAPIType
 import app.api
 from app.api.comparisons import MAX_COMPARED
 from app.api.openapi_examples import BODY_EXAMPLES, IMPORT_EXAMPLE
+from app.api.openapi_links import LINKS
 from app.api.openapi_rules import ids_as_uuids, otlp_json_components, schemas_named_in, without_nul
 from app.api.pagination import COMPARE_CURSOR, CURSOR_PATTERN, MAX_LIMIT
 from app.api.problems import PROBLEM_JSON, Problem
@@ -53,6 +55,13 @@ MEANINGS = {
     503: "The server is busy (no database connection, or too many waiting requests); see "
     "Retry-After.",
 }
+_MODEL_AWAY = (
+    "The model did not answer (unreachable, overloaded, or too slow), or the server is busy: "
+    "nothing to fix in the request; try again after Retry-After. A key the model refused is a "
+    "409 saying so."
+)
+# What a status means for one operation, where it means more than MEANINGS says.
+OWN_MEANINGS = {("generateCases", 503): _MODEL_AWAY, ("regenerateCaseDraft", 503): _MODEL_AWAY}
 # Every /api/v1 operation may answer these: authentication, rates, a busy server.
 EVERY_OPERATION = (401, 429, 503)
 _BODY = (400, 413, 422)
@@ -105,52 +114,6 @@ ERRORS: dict[str, tuple[int, ...]] = {
 }
 
 
-class Follow(NamedTuple):
-    """An operation a client can call next, and where its inputs are in the answer."""
-
-    parameters: dict[str, str]
-    body: dict[str, str] | None = None
-
-
-_AGENT = {"agent_id": "$response.body#/id"}
-_DATASET = {"dataset_id": "$response.body#/id"}
-_CASE = {"test_case_id": "$response.body#/id"}
-_RUN = {"run_id": "$response.body#/run_id"}
-_DRAFT = {
-    "dataset_id": "$response.body#/drafts/0/dataset_id",
-    "draft_id": "$response.body#/drafts/0/id",
-}
-# Each operation that creates something: its success status, and what can be done with it next
-# (so a client, and Schemathesis's stateful phase, can reach every operation from a create).
-LINKS: dict[str, tuple[str, dict[str, Follow]]] = {
-    "createAgent": ("201", {
-        name: Follow(_AGENT) for name in ("getAgent", "updateAgent", "deleteAgent", "invokeAgent")
-    }),
-    "createDataset": ("201", {
-        **{name: Follow(_DATASET) for name in (
-            "getDataset", "updateDataset", "deleteDataset", "listTestCases", "createTestCase",
-            "importTestCases", "listFlakyCases", "exportTestCases", "generateCases",
-            "listCaseDrafts",
-        )},
-        "createRun": Follow({}, {"dataset_id": "$response.body#/id"}),
-    }),
-    "createTestCase": ("201", {
-        name: Follow(_CASE)
-        for name in ("getTestCase", "updateTestCase", "deleteTestCase", "previewTestCase")
-    }),
-    "createRun": ("201", {
-        **{name: Follow(_RUN) for name in (
-            "getRun", "runEvents", "cancelRun", "listRunResults", "compareRuns",
-        )},
-        "postRunResults": Follow({}, {"run_id": "$response.body#/run_id"}),
-    }),
-    "generateCases": ("201", {
-        name: Follow(_DRAFT)
-        for name in ("acceptCaseDraft", "rejectCaseDraft", "regenerateCaseDraft")
-    }),
-}  # fmt: skip
-
-
 def complete(app: Litestar, priced_models: Iterable[str]) -> None:
     """Complete the app's (cached) OpenAPI document in place; `priced_models` are the judge
     models this server has a price for, the only ones a project may choose."""
@@ -195,7 +158,8 @@ def _complete_operation(path: str, method: str, operation: Operation) -> None:
     if path.startswith("/api/v1"):
         operation.security = [{API_KEY_SCHEME: []}]
         for status in (*EVERY_OPERATION, *ERRORS[operation.operation_id or ""]):
-            responses[str(status)] = _problem(MEANINGS[status])
+            meaning = OWN_MEANINGS.get((operation.operation_id or "", status), MEANINGS[status])
+            responses[str(status)] = _problem(meaning, retried=status in (429, 503))
     _SPECIAL.get(operation.operation_id or "", _nothing)(operation, responses)
     _add_links(operation.operation_id or "", responses)
     _add_example(operation)
@@ -229,10 +193,14 @@ def _add_links(operation_id: str, responses: dict[str, Any]) -> None:
     }
 
 
-def _problem(description: str) -> OpenAPIResponse:
+def _problem(description: str, *, retried: bool = False) -> OpenAPIResponse:
+    retry_after = OpenAPIHeader(
+        schema=Schema(type=OpenAPIType.INTEGER, minimum=1), description="Seconds to wait."
+    )
     return OpenAPIResponse(
         description=description,
         content={PROBLEM_JSON: OpenAPIMediaType(schema=_ref("Problem"))},
+        headers={"Retry-After": retry_after} if retried else None,
     )
 
 
@@ -317,7 +285,7 @@ def _otlp(operation: Operation, responses: dict[str, Any]) -> None:
     )
     operation.security = [{API_KEY_SCHEME: []}]
     for status in (*EVERY_OPERATION, 400, 413, 415):
-        responses[str(status)] = _problem(MEANINGS[status])
+        responses[str(status)] = _problem(MEANINGS[status], retried=status in (429, 503))
 
 
 def _ready(operation: Operation, responses: dict[str, Any]) -> None:
