@@ -3,7 +3,7 @@
 - No text may hold U+0000, which PostgreSQL cannot store: the services refuse it with a 422
   naming the field, at any depth of a free-form value (contexts, criteria, tools), keys
   included. So every string of a request body gets a pattern without it, and every free-form
-  object is a JSON value without it. The exceptions are what is sent on
+  object is a JSON value without it (one recursive schema). The exceptions are what is sent on
   to an agent and not stored (a free try) and what an agent answered (stored as it came): those
   fields are `{}` in msgspec's schemas, and stay so.
 - An id a body names is a UUID (one of another shape names nothing: a 404).
@@ -20,8 +20,7 @@ from app.domain.stored_text import WITHOUT_NUL_PATTERN
 from app.traces.otlp import OTLP_JSON_REQUEST
 
 JSON_WITHOUT_NUL = "JsonWithoutNul"
-# How deep the description spells the rule out (values nested deeper are rare).
-NUL_DEPTH = 8
+_JSON_REF = {"$ref": f"#/components/schemas/{JSON_WITHOUT_NUL}"}
 # Request bodies whose text is sent on, never stored: they may hold U+0000.
 SENT_ON_AS_IS = frozenset({"InvokeRequest"})
 # A string already this exact needs no pattern (and may not take one beside its own).
@@ -33,37 +32,17 @@ OTLP_PREFIX = "Otlp"
 def without_nul(schemas: dict[str, Any], body_schemas: set[str]) -> None:
     """Every string and free-form value of these request-body schemas (and of the schemas
     they refer to) described without U+0000."""
-    schemas |= _json_values_without_nul()
+    schemas[JSON_WITHOUT_NUL] = {
+        "description": "Any JSON value whose strings and keys hold no U+0000, at any depth.",
+        "anyOf": [
+            {"type": "string", "pattern": WITHOUT_NUL_PATTERN},
+            {"type": ["number", "boolean", "null"]},
+            {"type": "array", "items": _JSON_REF},
+            _free_object(),
+        ],
+    }
     for name in sorted(_referred(schemas, body_schemas - SENT_ON_AS_IS)):
         _strings_without_nul(schemas[name])
-
-
-def _json_values_without_nul() -> dict[str, Any]:
-    """A JSON value without U+0000, level by level to NUL_DEPTH, not as one recursive schema:
-    tools that generate requests from the description (Schemathesis) fail on a recursive one."""
-    levels = {}
-    for depth in range(NUL_DEPTH):
-        inner = _json_ref(depth + 1)
-        levels[_json_name(depth)] = {
-            "description": "A JSON value whose strings and keys hold no U+0000 (at any depth;"
-            f" described to depth {NUL_DEPTH}).",
-            "anyOf": [
-                {"type": "string", "pattern": WITHOUT_NUL_PATTERN},
-                {"type": ["number", "boolean", "null"]},
-                {"type": "array", "items": inner},
-                _free_object(inner),
-            ],
-        }
-    levels[_json_name(NUL_DEPTH)] = {"description": "Any JSON value (no U+0000 here either)."}
-    return levels
-
-
-def _json_name(depth: int) -> str:
-    return JSON_WITHOUT_NUL if depth == 0 else f"{JSON_WITHOUT_NUL}{depth + 1}"
-
-
-def _json_ref(depth: int) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{_json_name(depth)}"}
 
 
 def ids_as_uuids(schemas: dict[str, Any], body_schemas: set[str]) -> None:
@@ -95,11 +74,11 @@ def schemas_named_in(node: Any) -> set[str]:
     return set(_refs(node))
 
 
-def _free_object(values: dict[str, str]) -> dict[str, Any]:
+def _free_object() -> dict[str, Any]:
     return {
         "type": "object",
         "propertyNames": {"pattern": WITHOUT_NUL_PATTERN},
-        "additionalProperties": values,
+        "additionalProperties": _JSON_REF,
     }
 
 
@@ -114,7 +93,7 @@ def _strings_without_nul(node: Any) -> None:
         node["pattern"] = WITHOUT_NUL_PATTERN
     elif node.get("type") == "object" and "properties" not in node:
         node.setdefault("propertyNames", {"pattern": WITHOUT_NUL_PATTERN})
-        node.setdefault("additionalProperties", _json_ref(0))
+        node.setdefault("additionalProperties", _JSON_REF)
     for key, value in node.items():
         if key != "propertyNames":
             _strings_without_nul(value)

@@ -19,8 +19,8 @@ from litestar.routes import HTTPRoute
 
 from app.api.app import create_app
 from app.api.openapi import ERRORS, EVERY_OPERATION
-from app.api.openapi_links import LINKS
 from app.api.openapi_examples import BODY_EXAMPLES
+from app.api.openapi_links import LINKS
 from app.api.run_results import MAX_RESULTS_PER_POST
 from app.api.strict_bodies import SLICED_ABOVE_BYTES
 from app.config import Settings
