@@ -4,7 +4,7 @@ The suite's test (tests/integration/test_schemathesis.py) runs two seeds with a 
 each to stay within minutes; this runs as many as asked, one after another against one fresh
 API, and prints each run's summary. Run (about 8 minutes a seed at 50 examples on 2 cores):
 
-    .venv/bin/python tests/perf/schemathesis_thorough.py [--seeds 1,2,3,random]
+    .venv/bin/python -m tests.perf.schemathesis_thorough [--seeds 1,2,3,random]
         [--max-examples 50] [--max-steps 50]
 
 It exits non-zero when any run found something.
