@@ -9,17 +9,47 @@ import msgspec
 from litestar import Controller, delete, get, patch, post
 from litestar.params import FromPath, JSONBody
 
+from app.agents.headers import HEADER_NAME, HEADER_VALUE
 from app.api.auth import PlatformDep, ProjectId
 from app.api.pagination import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, next_cursor, parse_id
 from app.domain import agents as domain
 from app.domain.test_cases import CaseInput
 from app.services import agents as service
 
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-Url = Annotated[str, msgspec.Meta(min_length=1, max_length=2048)]
-Headers = Annotated[
-    dict[str, Annotated[str, msgspec.Meta(max_length=8192)]], msgspec.Meta(max_length=64)
+# What the address guard can take, as a schema can say it: http(s), a host of letters, digits,
+# dots and hyphens, no user name or password. That the host resolves to a public address is
+# checked at registration (a 422 naming `url`): no schema knows DNS.
+AGENT_URL_PATTERN = (
+    r"^https?://[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*(?::[0-9]{1,5})?(?:[/?#][!-~]*)?$"
+)
+
+
+def _any_case(word: str) -> str:
+    """A pattern matching the word in any letter case (JSON Schema patterns have no flags)."""
+    return "".join(f"[{char.upper()}{char.lower()}]" if char.isalpha() else char for char in word)
+
+
+_RESERVED = "|".join(_any_case(name) for name in sorted(service.RESERVED_HEADERS))
+HeaderName = Annotated[
+    str,
+    msgspec.Meta(
+        extra_json_schema={
+            "pattern": f"^{HEADER_NAME.pattern}$",
+            "not": {"pattern": f"^(?:{_RESERVED})$"},
+            "description": "A header name; those AgentLasso sets itself are refused, and two "
+            "names differing only in case are one name given twice.",
+        }
+    ),
 ]
+HeaderValue = Annotated[
+    str, msgspec.Meta(max_length=8192, extra_json_schema={"pattern": f"^{HEADER_VALUE.pattern}$"})
+]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+Url = Annotated[
+    str,
+    msgspec.Meta(min_length=1, max_length=2048, extra_json_schema={"pattern": AGENT_URL_PATTERN}),
+]
+Headers = Annotated[dict[HeaderName, HeaderValue], msgspec.Meta(max_length=64)]
 TimeoutS = Annotated[float, msgspec.Meta(ge=1, le=300)]
 MaxConcurrency = Annotated[int, msgspec.Meta(ge=1, le=10_000)]
 SystemPrompt = Annotated[str, msgspec.Meta(max_length=200_000)]

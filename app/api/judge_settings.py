@@ -12,7 +12,12 @@ from app.api.auth import PlatformDep, ProjectId
 from app.services import judge_settings as service
 
 Model = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-ApiKey = Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
+ApiKey = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1, max_length=500, extra_json_schema={"pattern": f"^{service.KEY_PATTERN}$"}
+    ),
+]
 
 
 class JudgeSettingsUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -21,6 +21,7 @@ from litestar.openapi.spec import (
     Components,
     Link,
     OpenAPI,
+    OpenAPIHeader,
     OpenAPIMediaType,
     OpenAPIResponse,
     Operation,
@@ -34,6 +35,8 @@ from litestar.openapi.spec.enums import OpenAPIFormat, OpenAPIType
 import app.api
 from app.api.comparisons import MAX_COMPARED
 from app.api.openapi_examples import BODY_EXAMPLES, IMPORT_EXAMPLE
+from app.api.openapi_links import LINKS
+from app.api.openapi_rules import ids_as_uuids, otlp_json_components, schemas_named_in, without_nul
 from app.api.pagination import COMPARE_CURSOR, CURSOR_PATTERN, MAX_LIMIT
 from app.api.problems import PROBLEM_JSON, Problem
 from app.services.traces import TRACE_CURSOR_PATTERN
@@ -52,6 +55,13 @@ MEANINGS = {
     503: "The server is busy (no database connection, or too many waiting requests); see "
     "Retry-After.",
 }
+_MODEL_AWAY = (
+    "The model did not answer (unreachable, overloaded, or too slow), or the server is busy: "
+    "nothing to fix in the request; try again after Retry-After. A key the model refused is a "
+    "409 saying so."
+)
+# What a status means for one operation, where it means more than MEANINGS says.
+OWN_MEANINGS = {("generateCases", 503): _MODEL_AWAY, ("regenerateCaseDraft", 503): _MODEL_AWAY}
 # Every /api/v1 operation may answer these: authentication, rates, a busy server.
 EVERY_OPERATION = (401, 429, 503)
 _BODY = (400, 413, 422)
@@ -103,40 +113,6 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "regenerateCaseDraft": (404, 409),
 }
 
-# Each operation that creates an object: the path parameter naming it, where its id is in the
-# answer, and the operations that take it.
-LINKS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "createAgent": (
-        "agent_id",
-        "$response.body#/id",
-        ("getAgent", "updateAgent", "deleteAgent", "invokeAgent"),
-    ),
-    "createDataset": (
-        "dataset_id",
-        "$response.body#/id",
-        (
-            "getDataset",
-            "updateDataset",
-            "deleteDataset",
-            "listTestCases",
-            "createTestCase",
-            "importTestCases",
-            "listFlakyCases",
-            "exportTestCases",
-        ),
-    ),
-    "createTestCase": (
-        "test_case_id",
-        "$response.body#/id",
-        ("getTestCase", "updateTestCase", "deleteTestCase", "previewTestCase"),
-    ),
-    "createRun": (
-        "run_id",
-        "$response.body#/run_id",
-        ("getRun", "runEvents", "cancelRun", "listRunResults", "compareRuns"),
-    ),
-}
-
 
 def complete(app: Litestar, priced_models: Iterable[str]) -> None:
     """Complete the app's (cached) OpenAPI document in place; `priced_models` are the judge
@@ -155,6 +131,15 @@ def complete(app: Litestar, priced_models: Iterable[str]) -> None:
     }
     for path, method, operation in _operations(document):
         _complete_operation(path, method, operation)
+    bodies = {
+        name
+        for path, _, operation in _operations(document)
+        if path.startswith("/api/v1") and operation.request_body is not None
+        for name in schemas_named_in(operation.request_body.to_schema())
+    }
+    without_nul(document.components.schemas, bodies - {"OtlpRequest"})
+    ids_as_uuids(document.components.schemas, bodies)
+    document.components.schemas |= otlp_json_components()
 
 
 def _operations(document: OpenAPI) -> list[tuple[str, str, Operation]]:
@@ -173,7 +158,8 @@ def _complete_operation(path: str, method: str, operation: Operation) -> None:
     if path.startswith("/api/v1"):
         operation.security = [{API_KEY_SCHEME: []}]
         for status in (*EVERY_OPERATION, *ERRORS[operation.operation_id or ""]):
-            responses[str(status)] = _problem(MEANINGS[status])
+            meaning = OWN_MEANINGS.get((operation.operation_id or "", status), MEANINGS[status])
+            responses[str(status)] = _problem(meaning, retried=status in (429, 503))
     _SPECIAL.get(operation.operation_id or "", _nothing)(operation, responses)
     _add_links(operation.operation_id or "", responses)
     _add_example(operation)
@@ -194,21 +180,27 @@ def _add_example(operation: Operation) -> None:
 
 
 def _add_links(operation_id: str, responses: dict[str, Any]) -> None:
-    """What a client can do next with the object an operation created."""
+    """What a client can do next with what an operation created."""
     created = LINKS.get(operation_id)
     if created is None:
         return
-    parameter, expression, next_operations = created
-    responses["201"].links = {
-        next_operation: Link(operation_id=next_operation, parameters={parameter: expression})
-        for next_operation in next_operations
+    status, follows = created
+    responses[status].links = {
+        name: Link(
+            operation_id=name, parameters=follow.parameters or None, request_body=follow.body
+        )
+        for name, follow in follows.items()
     }
 
 
-def _problem(description: str) -> OpenAPIResponse:
+def _problem(description: str, *, retried: bool = False) -> OpenAPIResponse:
+    retry_after = OpenAPIHeader(
+        schema=Schema(type=OpenAPIType.INTEGER, minimum=1), description="Seconds to wait."
+    )
     return OpenAPIResponse(
         description=description,
         content={PROBLEM_JSON: OpenAPIMediaType(schema=_ref("Problem"))},
+        headers={"Retry-After": retry_after} if retried else None,
     )
 
 
@@ -269,11 +261,8 @@ def _import(operation: Operation, responses: dict[str, Any]) -> None:
 
 def _otlp(operation: Operation, responses: dict[str, Any]) -> None:
     """OTLP/HTTP: the body is OTLP's own (protobuf, or OTLP/JSON), and so is the answer."""
-    request = Schema(
-        type=OpenAPIType.OBJECT,
-        properties={"resourceSpans": Schema(type=OpenAPIType.ARRAY, items=Schema())},
-        description="An ExportTraceServiceRequest in OTLP/JSON (hex ids).",
-    )
+    # An ExportTraceServiceRequest in OTLP/JSON (hex ids), as the server's decoder reads it.
+    request = _ref("OtlpRequest")
     binary = Schema(type=OpenAPIType.STRING, content_media_type="application/x-protobuf")
     operation.request_body = RequestBody(
         required=True,
@@ -296,7 +285,7 @@ def _otlp(operation: Operation, responses: dict[str, Any]) -> None:
     )
     operation.security = [{API_KEY_SCHEME: []}]
     for status in (*EVERY_OPERATION, 400, 413, 415):
-        responses[str(status)] = _problem(MEANINGS[status])
+        responses[str(status)] = _problem(MEANINGS[status], retried=status in (429, 503))
 
 
 def _ready(operation: Operation, responses: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from app.api.test_cases import TestCase, case_out
 from app.db.trace_lists import TraceFilters
 from app.db.traces import TraceRow
 from app.domain.checks import WrittenChecks
+from app.domain.stored_text import WITHOUT_NUL_PATTERN
 from app.errors import FieldError, InvalidInput
 from app.services import traces as service
 from app.services.platform import Platform
@@ -32,11 +33,20 @@ TraceCursor = Annotated[
         description="The next_cursor of the previous page; absent for the first page.",
     ),
 ]
+# No U+0000 (PostgreSQL text cannot hold it): a 422 naming the parameter, not a failed query.
 SearchText = Annotated[
-    str | None, QueryParameter(max_length=500, description="Text in the input or the reply.")
+    str | None,
+    QueryParameter(
+        max_length=500, pattern=WITHOUT_NUL_PATTERN, description="Text in the input or the reply."
+    ),
 ]
 ToolFilter = Annotated[
-    str | None, QueryParameter(max_length=256, description="Only traces that called this tool.")
+    str | None,
+    QueryParameter(
+        max_length=256,
+        pattern=WITHOUT_NUL_PATTERN,
+        description="Only traces that called this tool.",
+    ),
 ]
 
 

@@ -13,6 +13,8 @@ import msgspec
 
 from app.errors import FieldError, InvalidInput
 
+# The rule as a pattern (ECMA-262 and Python alike), for the API's description and its queries.
+WITHOUT_NUL_PATTERN = r"^[^\x00]*$"
 _ESCAPED_NUL = b"\\u0000"
 _DETAIL = "Text here may not contain the character U+0000 (NUL)."
 

@@ -29,6 +29,7 @@ from app.domain.case_drafts import (
     ToolSpec,
 )
 from app.domain.datasets import Dataset
+from app.domain.stored_text import refuse_nul
 from app.errors import Conflict, FieldError, InvalidInput, NotFound, TooManyRequests
 from app.services.case_drafts import draft_or_missing, draft_rows_of, pending_or_conflict
 from app.services.platform import Platform
@@ -68,6 +69,7 @@ async def generate_cases(
     platform: Platform, project_id: UUID, dataset_id: UUID, ask: GenerationAsk
 ) -> Generated:
     """Ask the model for `ask.count` candidate cases; store the valid ones as pending drafts."""
+    refuse_nul(msgspec.structs.asdict(ask))  # the ask is stored with the generation
     dataset = await dataset_rows.get_dataset(platform.pool, project_id, dataset_id)
     if dataset is None:
         raise NotFound("No dataset with this id in your project.")
@@ -105,7 +107,17 @@ async def regenerate_draft(
     drafts = await _store(platform, project_id, record, generation.candidates(), replacing=old)
     if not drafts:
         generation.raise_failure()
+        raise Conflict(_nothing_usable(generation.discarded))
     return drafts[0], record
+
+
+def _nothing_usable(discarded: list[Discarded]) -> str:
+    """Why a regeneration left the draft as it was: the model's candidates were all dropped."""
+    reasons = "; ".join(dict.fromkeys(item.reason for item in discarded)) or "none was written"
+    return (
+        f"No usable replacement was written ({reasons}). The draft is unchanged: regenerate it "
+        "again, or edit it as you accept it."
+    )
 
 
 async def _open(

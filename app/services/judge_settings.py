@@ -15,8 +15,10 @@ from app.secrets_box import seal
 from app.services.platform import Platform
 
 NO_KEY = "No key to test: set the project's Anthropic API key (or the server's ANTHROPIC_API_KEY)."
-# Visible ASCII without spaces: what an API key is, and what an HTTP header can carry.
-_KEY = re.compile(r"[\x21-\x7e]{1,500}")
+# Visible ASCII without spaces: what an API key is, and what an HTTP header can carry (the
+# API's description says the same).
+KEY_PATTERN = r"[\x21-\x7e]{1,500}"
+_KEY = re.compile(KEY_PATTERN)
 
 
 class JudgeSettingsView(msgspec.Struct, frozen=True, kw_only=True):

@@ -98,6 +98,8 @@ class _JsonRequest(msgspec.Struct, rename="camel"):
 
 
 _json_decoder = msgspec.json.Decoder(_JsonRequest)
+# The body's shape, for the API description (app/api/openapi_rules.py).
+OTLP_JSON_REQUEST = _JsonRequest
 _STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 _KIND_NAMES = {
     "SPAN_KIND_UNSPECIFIED": 0,

@@ -12,13 +12,15 @@ import json
 from typing import Any
 
 import httpx
+import jsonschema
 import msgspec
 import pytest
 from litestar.routes import HTTPRoute
 
 from app.api.app import create_app
-from app.api.openapi import ERRORS, EVERY_OPERATION, LINKS
+from app.api.openapi import ERRORS, EVERY_OPERATION
 from app.api.openapi_examples import BODY_EXAMPLES
+from app.api.openapi_links import LINKS
 from app.api.run_results import MAX_RESULTS_PER_POST
 from app.api.strict_bodies import SLICED_ABOVE_BYTES
 from app.config import Settings
@@ -26,6 +28,7 @@ from tests.support.api import create_dataset
 from tests.support.assertions import assert_problem
 
 DOCUMENTED_METHODS = ("get", "post", "put", "patch", "delete")
+NUL = "\x00"
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +83,23 @@ def test_every_example_body_is_a_valid_request(settings: Settings) -> None:
 
 def test_created_objects_link_to_what_takes_them(description: dict[str, Any]) -> None:
     found = operations(description)
-    for creator, (parameter, _, takers) in LINKS.items():
-        links = found[creator][2]["responses"]["201"]["links"]
-        assert set(links) == set(takers)
-        for taker in takers:
-            path, _, _ = found[taker]
-            assert "{" + parameter + "}" in path, (creator, taker)
+    reached = {"createAgent", "createDataset"}
+    for creator, (status, follows) in LINKS.items():
+        links = found[creator][2]["responses"][status]["links"]
+        assert set(links) == set(follows)
+        for taker, follow in follows.items():
+            path, _, operation = found[taker]
+            for parameter in follow.parameters:
+                assert "{" + parameter + "}" in path, (creator, taker)
+            if follow.body is not None:
+                ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+                properties = description["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+                assert set(follow.body) <= set(properties["properties"]), (creator, taker)
+            reached.add(taker)
+    # Every operation on something a client created is reached from its create, but those on
+    # traces: a trace is stored after the export answers, by a worker (no link can wait).
+    on_objects = {name for name, (path, _, _) in found.items() if "{" in path}
+    assert on_objects - reached == {"getTrace", "createTestCaseFromTrace"}
 
 
 async def test_options_lists_every_method_of_the_path(client: httpx.AsyncClient) -> None:
@@ -189,3 +203,149 @@ async def test_a_batch_holds_at_most_its_limit_of_results(client: httpx.AsyncCli
     )
     body = assert_problem(refused, 422, pointer="/results")
     assert f"{MAX_RESULTS_PER_POST}" in body["errors"][0]["detail"]
+
+
+def body_is_described_valid(description: dict[str, Any], operation_id: str, body: Any) -> bool:
+    """Whether the operation's request-body schema, as described, admits this JSON body."""
+    _, _, operation = operations(description)[operation_id]
+    schema = operation["requestBody"]["content"]["application/json"]["schema"]
+    document = {**schema, "components": description["components"]}
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+    validator = jsonschema.Draft202012Validator(document, format_checker=checker)
+    return bool(validator.is_valid(body))
+
+
+BODY_SCHEMAS = ("RunCreate", "ResultsPost", "PostedResult", "GenerationCreate", "TestCaseFromTrace")
+# (operation, body): bodies the server refuses because some text in them holds U+0000.
+NUL_REFUSED: list[tuple[str, dict[str, Any]]] = [
+    ("createDataset", {"name": f"a{NUL}b"}),
+    ("createDataset", {"name": "ok", "data_context": {"k": [{"deep": f"v{NUL}"}]}}),
+    ("createDataset", {"name": "ok", "data_context": {f"k{NUL}": 1}}),
+    ("updateDataset", {"description": NUL}),
+    ("createTestCase", {"input": {"q": [NUL]}}),
+    ("createTestCase", {"input": "x", "checks": [{"type": "tool_order", "tools": ["a", NUL]}]}),
+    ("createTestCase", {"input": "x", "evaluation_criteria_json": {"a": NUL}}),
+    ("previewChecks", {"input": "x", "checks": [{"type": "llm_judge", "criterion": NUL}]}),
+    ("createAgent", {"name": "a", "url": "https://agent.example.com", "system_prompt": NUL}),
+    ("createAgent", {"name": "a", "url": "https://agent.example.com", "tools": [{"n": NUL}]}),
+    ("createRun", {"dataset_id": "00000000-0000-4000-8000-000000000000", "labels": {"a": NUL}}),
+    ("generateCases", {"system_prompt": "x", "instruction": NUL}),
+    ("generateCases", {"tools": [{"name": NUL}]}),
+    ("postRunResults", {"run_id": "00000000-0000-4000-8000-000000000000",
+                        "results": [{"test_case_id": "00000000-0000-4000-8000-000000000000",
+                                     "agent_error": NUL}]}),
+]  # fmt: skip
+# What an agent answered, or what is sent on to one, may hold it: it is stored as it came.
+NUL_ACCEPTED: list[tuple[str, dict[str, Any]]] = [
+    ("previewChecks", {"input": "x", "actual_output": NUL, "actual_tool_calls": [{"name": NUL}]}),
+    ("previewTestCase", {"actual_output": {"text": NUL}}),
+    ("invokeAgent", {"input": NUL, "context": {"a": NUL}}),
+    ("postRunResults", {"run_id": "00000000-0000-4000-8000-000000000000",
+                        "results": [{"test_case_id": "00000000-0000-4000-8000-000000000000",
+                                     "actual_output": NUL}]}),
+]  # fmt: skip
+
+
+def test_the_description_says_which_text_may_not_hold_nul(description: dict[str, Any]) -> None:
+    # Before: no schema said it, so schema-valid bodies were refused (422) as they still are.
+    for operation_id, body in NUL_REFUSED:
+        assert not body_is_described_valid(description, operation_id, body), (operation_id, body)
+        without = json.loads(json.dumps(body).replace("\\u0000", "-"))
+        assert body_is_described_valid(description, operation_id, without), (operation_id, body)
+    for operation_id, body in NUL_ACCEPTED:
+        assert body_is_described_valid(description, operation_id, body), (operation_id, body)
+
+
+async def test_nul_in_a_search_or_a_generation_is_a_422_naming_it(
+    client: httpx.AsyncClient,
+) -> None:
+    # Before: each of these was a 500 (PostgreSQL refused the text it was given).
+    for parameter in ("q", "tool"):
+        refused = await client.get("/api/v1/traces", params={parameter: f"a{NUL}"})
+        assert_problem(refused, 422, parameter=parameter)
+    dataset = await create_dataset(client)
+    generate_url = f"/api/v1/datasets/{dataset['id']}/generate"
+    for field, value, pointer in (
+        ("instruction", f"a{NUL}", "/instruction"),
+        ("system_prompt", NUL, "/system_prompt"),
+        ("tools", [{"name": "t", "description": NUL}], "/tools/0/description"),
+    ):
+        refused = await client.post(generate_url, json={"system_prompt": "You help.", field: value})
+        assert_problem(refused, 422, pointer=pointer)
+
+
+async def test_the_anthropic_key_described_is_the_one_accepted(
+    client: httpx.AsyncClient, description: dict[str, Any]
+) -> None:
+    # Before: the description admitted any 1 to 500 characters; the server refused spaces.
+    for key in ("sk-ant-api03-AbC_d~!", "x" * 500):
+        assert body_is_described_valid(
+            description, "updateJudgeSettings", {"anthropic_api_key": key}
+        )
+        accepted = await client.patch("/api/v1/judge-settings", json={"anthropic_api_key": key})
+        assert accepted.status_code == 200, accepted.text
+    for key in ("sk ant", "sk-\u00e9", "\t", "x" * 501, ""):
+        body = {"anthropic_api_key": key}
+        assert not body_is_described_valid(description, "updateJudgeSettings", body), key
+        refused = await client.patch("/api/v1/judge-settings", json=body)
+        assert_problem(refused, 422, pointer="/anthropic_api_key")
+
+
+def test_ids_in_bodies_are_described_as_uuids(description: dict[str, Any]) -> None:
+    # Before: `"baseline_run_id": ""` fitted the description and was refused.
+    schemas = description["components"]["schemas"]
+    for name, schema in schemas.items():
+        for field, property_schema in schema.get("properties", {}).items():
+            if field.endswith("_id") and name in BODY_SCHEMAS:
+                strings = [property_schema, *property_schema.get("anyOf", [])]
+                assert any(s.get("format") == "uuid" for s in strings), (name, field)
+    some_id = "00000000-0000-4000-8000-000000000000"
+    named = [
+        ("createRun", {"dataset_id": some_id}, "baseline_run_id"),
+        ("createRun", {"dataset_id": some_id}, "agent_id"),
+        ("createRun", {}, "dataset_id"),
+        ("postRunResults", {"results": []}, "run_id"),
+        ("generateCases", {}, "agent_id"),
+        ("createTestCaseFromTrace", {}, "dataset_id"),
+    ]
+    for operation_id, body, field in named:
+        assert body_is_described_valid(description, operation_id, {**body, field: some_id})
+        for wrong in ("", "run-1", some_id + "0"):
+            assert not body_is_described_valid(description, operation_id, {**body, field: wrong})
+
+
+def test_an_agent_is_described_as_the_server_takes_it(description: dict[str, Any]) -> None:
+    # Before: any 1 to 2048 characters was a URL, and any header name or value was one.
+    base = {"name": "bot"}
+    for url in ("https://agent.example.com/chat", "http://10.0.0.7:8080/a?b=c"):
+        assert body_is_described_valid(description, "createAgent", {**base, "url": url}), url
+    for url in ("ftp://agent.example.com", "agent.example.com", "https://user:pw@agent.example.com",
+                "https://", "http://a b/"):  # fmt: skip
+        assert not body_is_described_valid(description, "createAgent", {**base, "url": url}), url
+    url = "https://agent.example.com"
+    for headers in ({"Authorization": "Bearer x"}, {"x-k": ""}):
+        assert body_is_described_valid(
+            description, "createAgent", {**base, "url": url, "headers": headers}
+        )
+    for headers in ({"a b": "x"}, {"x-k": " x"}, {"x-k": "a\nb"}, {"Host": "x"}, {"": "x"}):
+        body = {**base, "url": url, "headers": headers}
+        assert not body_is_described_valid(description, "createAgent", body), headers
+
+
+def test_an_otlp_json_body_is_described_to_its_spans(description: dict[str, Any]) -> None:
+    # Before: `{"resourceSpans": [[null, null]]}` fitted the description; the server said 400.
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": "eee19b7ec3c1b174",
+        "name": "turn",
+        "startTimeUnixNano": "1",
+        "attributes": [{"key": "k", "value": {"arrayValue": {"values": [{"intValue": "3"}]}}}],
+    }
+    good = {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+    assert body_is_described_valid(description, "exportTraces", good)
+    for bad in (
+        {"resourceSpans": [[None]]},
+        {"resourceSpans": [{"scopeSpans": [{"spans": [1]}]}]},
+        {"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"value": {}}]}]}]}]},
+    ):
+        assert not body_is_described_valid(description, "exportTraces", bad), bad

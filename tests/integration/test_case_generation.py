@@ -196,6 +196,21 @@ async def test_regenerating_replaces_a_draft_with_a_new_one_for_its_slot(
     )
 
 
+async def test_a_regeneration_that_writes_nothing_usable_is_a_409_and_keeps_the_draft(
+    api: httpx.AsyncClient, fake: FakeAnthropic
+) -> None:
+    # Before: a 500 (no replacement to answer with), found by Schemathesis.
+    dataset = await create_dataset(api)
+    old = (await generate(api, dataset["id"], system_prompt=PROMPT, tools=TOOLS, count=1))[
+        "drafts"
+    ][0]
+    fake.when(CASE_REQUEST, malformed_case(), malformed_case(), malformed_case())
+    url = f"/api/v1/datasets/{dataset['id']}/drafts/{old['id']}/regenerate"
+    body = assert_problem(await api.post(url), 409)
+    assert "did not match the schema" in body["detail"]
+    assert [d["id"] for d in await drafts_of(api, dataset["id"], status="pending")] == [old["id"]]
+
+
 async def test_the_registered_agents_prompt_and_tools_are_used_unless_given(
     api: httpx.AsyncClient, fake: FakeAnthropic
 ) -> None:

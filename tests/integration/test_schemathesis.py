@@ -1,27 +1,38 @@
 """Schemathesis against a real API process: the API's own description is the judge of the API.
 
-Every phase runs (examples, coverage, fuzzing, stateful) with every check: no 5xx, no status or
-content type the description does not list, no schema-valid request refused, no invalid one
-accepted, no response that breaks its schema, nothing usable after a delete. The API process
-reaches loopback only, so the agents the fuzzer registers are never called anywhere. The few
-operations that may refuse a schema-valid request (for a rule no schema can say) are listed,
-each with its rule, in tests/schemathesis.toml.
+Every phase runs (examples, coverage, fuzzing, stateful, the last following the description's
+links from every create) with every check: no 5xx, no status or content type the description
+does not list, no schema-valid request refused, no invalid one accepted, no response that
+breaks its schema, nothing created that its follow-up cannot find, nothing usable after a
+delete. The few operations that may refuse a schema-valid request (for a rule no schema can
+say) are listed, each with its rule, in tests/schemathesis.toml.
+
+Two seeds, one after the other: a fixed one (every phase), and one that changes every day (the
+phases a seed changes: fuzzing and stateful), so the suite explores new requests over time and
+still names the seed of whatever it finds. A thorough run
+(more seeds, more examples) is tests/perf/schemathesis_thorough.py.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
 from app.config import Settings
 from tests.support.databases import new_project_key
-from tests.support.processes import ROOT, api_process
+from tests.support.schemathesis_run import (
+    ALL_PHASES,
+    FIXED_SEED,
+    SEEDED_PHASES,
+    fuzzable_api,
+    run_schemathesis,
+    seed_of_the_day,
+    summary,
+)
 
-CONFIG = ROOT / "tests" / "schemathesis.toml"
+# Enough to find what the description and the server disagree on, within a few minutes.
+MAX_EXAMPLES = 15
 
 
 @pytest.mark.slow
@@ -29,37 +40,14 @@ async def test_schemathesis_finds_nothing(
     settings: Settings, database_url: str, tmp_path: Path
 ) -> None:
     api_key = await new_project_key(database_url)
-    env = {
-        "AGENTLASSO_QUEUE": settings.queue_name,
-        # High enough that the fuzzer's bursts are not what is measured here.
-        "AGENTLASSO_RATE_LIMIT_PER_S": "10000",
-        "AGENTLASSO_RATE_LIMIT_BURST": "100000",
-    }
-    with api_process(settings.database_url, settings.redis_url, env, loopback_only=True) as (
-        url,
-        _pid,
-    ):
-        st = await asyncio.create_subprocess_exec(
-            str(Path(sys.executable).with_name("st")),
-            "--no-color",
-            "--config-file",
-            str(CONFIG),
-            "run",
-            f"{url}/schema/openapi.json",
-            "-H",
-            f"x-api-key: {api_key}",
-            "--workers",
-            "1",
-            "--report",
-            "junit",
-            "--report-dir",
-            str(tmp_path),
-            cwd=ROOT,
-            env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.support.schemathesis_hooks"},
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        stdout, _ = await asyncio.wait_for(st.communicate(), timeout=900)
-    output = stdout.decode()
-    print(output[-3000:])  # the summary line, for whoever reads the log
-    assert st.returncode == 0, output[-20_000:]
+    found = []
+    with fuzzable_api(settings.database_url, settings.redis_url, settings.queue_name) as url:
+        for seed, phases in ((FIXED_SEED, ALL_PHASES), (seed_of_the_day(), SEEDED_PHASES)):
+            status, output = await run_schemathesis(
+                url, api_key, seed=seed, max_examples=MAX_EXAMPLES,
+                report_dir=tmp_path / str(seed), phases=phases,
+            )  # fmt: skip
+            print(summary(output))  # for whoever reads the log
+            if status != 0:
+                found.append(output[-20_000:])
+    assert not found, "\n\n".join(found)
