@@ -15,7 +15,6 @@ from litestar.params import FromPath, FromQuery
 from app.api.auth import PlatformDep
 from app.api.pagination import parse_id
 from app.domain.datasets import Dataset
-from app.domain.json_nesting import TOO_DEEP, too_deep
 from app.domain.test_cases import TestCase, TestCaseContent
 from app.domain.web import Revision
 from app.errors import Conflict, InvalidInput, StaleRevision, TooManyRequests
@@ -27,7 +26,7 @@ from app.services.platform import Platform
 from app.web import case_form
 from app.web.agent_reply import pasted_fields, what_the_agent_did
 from app.web.case_form import PRODUCT_NAMES, CaseForm
-from app.web.forms import text
+from app.web.forms import json_problem, text
 from app.web.objects import case_and_dataset_named, case_named, dataset_named
 from app.web.once import new_form_id, once
 from app.web.page_limits import with_retry_after
@@ -237,8 +236,8 @@ def _pasted(posted: Mapping[str, Any]) -> tuple[str, Any, dict[str, str]]:
     raw_calls = text(posted, "pasted_tool_calls").strip()
     if not raw_calls:
         return text(posted, "pasted_reply"), [], {}
-    if too_deep(raw_calls) is not None:
-        return "", None, {"pasted_tool_calls": f"The tool calls are not taken: {TOO_DEEP}"}
+    if (problem := json_problem(raw_calls)) is not None:
+        return "", None, {"pasted_tool_calls": f"The tool calls are not taken: {problem}"}
     try:
         calls = json.loads(raw_calls)
     except json.JSONDecodeError as exc:

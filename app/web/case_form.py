@@ -16,11 +16,10 @@ import msgspec
 
 from app.api.test_cases import TestCaseCreate
 from app.domain.checks import CHECK_TYPES, CheckType
-from app.domain.json_nesting import TOO_DEEP, too_deep
 from app.domain.test_cases import TestCaseContent
 from app.errors import FieldError, field_error_from_msgspec
 from app.grading.legacy import criteria_checks
-from app.web.forms import in_words, parsed_json
+from app.web.forms import in_words, json_problem, parsed_json
 
 # The names people know the check types by (the product's and the contract's).
 PRODUCT_NAMES: dict[CheckType, str] = {
@@ -193,8 +192,8 @@ def _whole_number(text: str, field: str, errors: dict[str, str]) -> int | None:
 def _older(form: CaseForm, errors: dict[str, str]) -> Any:
     if not form.older_criteria.strip():
         return None
-    if too_deep(form.older_criteria) is not None:
-        errors["older_criteria"] = f"The older criteria are not valid here: {TOO_DEEP}"
+    if (problem := json_problem(form.older_criteria)) is not None:
+        errors["older_criteria"] = f"The older criteria are not valid here: {problem}"
         return None
     try:
         return json.loads(form.older_criteria)
@@ -260,7 +259,7 @@ def with_check_removed(form: CaseForm, index: int) -> CaseForm:
 def older_criteria(form: CaseForm) -> tuple[list[CheckForm], list[str]]:
     """What an older case's criteria stand for: the checks they are graded as, and the
     free-text items that are not graded."""
-    if too_deep(form.older_criteria) is not None:
+    if json_problem(form.older_criteria) is not None:
         return [], []
     try:
         criteria = json.loads(form.older_criteria) if form.older_criteria.strip() else None

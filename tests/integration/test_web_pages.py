@@ -910,7 +910,9 @@ async def test_a_new_dataset_without_a_name_shows_the_error_by_the_name_field(
         ('["eu"]', "Must be a JSON object"),
         ('{"a": ' + "[" * 64 + "]" * 64 + "}", "Nested more than 64 levels"),
         ('{"a": ' + "[" * 1_000 + "]" * 1_000 + "}", "Nested more than 64 levels"),
-        ('{"a": ' + '{"b": ' * 50_000 + "1" + "}" * 50_000 + "}", "Nested more than 64 levels"),
+        # Far past Python's own recursion limit, and still under the size a form's field takes.
+        ('{"a": ' + '{"b": ' * 30_000 + "1" + "}" * 30_000 + "}", "Nested more than 64 levels"),
+        ('{"a": "' + "x" * 256 * 1024 + '"}', "Over the 256 KiB a JSON field of a form takes"),
     ],
 )
 async def test_a_data_context_that_is_not_a_json_object_is_refused_by_its_field(
