@@ -11,7 +11,6 @@ had sent its flood, that nothing was retried, and how much memory the call took:
 from __future__ import annotations
 
 import asyncio
-import secrets
 import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from tests.support.api import (
     wait_final,
 )
 from tests.support.processes import WorkerProcesses
-from tests.support.web import browser, shown_text, signed_in_csrf
+from tests.support.web import browser, case_fields, shown_text, signed_in_csrf
 
 REPLY = b'{"output": "Refunded.", "tool_calls": []}'
 BODY = {"input": "refund order 1234", "source": "agentlasso-test", "trial": 1, "context": {}}
@@ -383,9 +382,8 @@ async def test_preview_and_send_test_message_say_it_in_words(
         tried = await web.post(
             "/settings/agent/test", data={"csrf_token": csrf, "message": "Hello"}
         )
-        previewed = await web.post(
-            f"/datasets/{dataset['id']}/cases/new", data={"csrf_token": csrf, **_preview_form()}
-        )
+        preview = {"csrf_token": csrf, **case_fields(action="preview")}
+        previewed = await web.post(f"/datasets/{dataset['id']}/cases/new", data=preview)
 
     assert tried.status_code == 200
     assert f"Error: {OVER_BYTES}" in shown_text(tried.text)
@@ -415,18 +413,3 @@ async def test_a_runs_result_records_the_one_refused_attempt(
         assert [attempt["status"] for attempt in call["attempts"]] == [None]
         assert call["attempts"][0]["error"] == error
         assert agent.requests == 1
-
-
-def _preview_form() -> dict[str, str]:
-    """A new case as the editor posts it for a preview."""
-    return {
-        "input": "Where is my refund?",
-        "input_format": "text",
-        "evaluation_type": "SCORE",
-        "min_confidence": "70",
-        "checks-0-type": "output_contains",
-        "checks-0-value": "refund",
-        "checks-0-severity": "critical",
-        "form_id": secrets.token_urlsafe(16),
-        "action": "preview",
-    }

@@ -27,7 +27,15 @@ from tests.support.databases import ServerUrls, new_project_key
 from tests.support.fake_agent import running_fake_agent
 from tests.support.processes import free_port
 from tests.support.servers import serving
-from tests.support.web import browser, csrf_token, hidden_field, project_of, shown_text, sign_in
+from tests.support.web import (
+    browser,
+    case_fields,
+    csrf_token,
+    hidden_field,
+    project_of,
+    shown_text,
+    sign_in,
+)
 
 Served = Callable[..., AbstractAsyncContextManager[str]]
 
@@ -179,20 +187,9 @@ async def test_a_session_past_its_page_rate_is_told_when_to_try_again(
 
 
 def editor_fields(token: str, **overrides: str) -> dict[str, str]:
-    """A new case as the editor posts it, asking for a Preview."""
-    return {
-        "csrf_token": token,
-        "input": f"Where is my refund? {secrets.token_hex(4)}",
-        "input_format": "text",
-        "evaluation_type": "SCORE",
-        "min_confidence": "70",
-        "checks-0-type": "output_contains",
-        "checks-0-value": "refund",
-        "checks-0-severity": "critical",
-        "form_id": secrets.token_urlsafe(16),
-        "action": "preview",
-        **overrides,
-    }
+    """A new case as the editor posts it, asking for a Preview (each input a new one)."""
+    fields = {"input": f"Where is my refund? {secrets.token_hex(4)}", "action": "preview"}
+    return {"csrf_token": token, **case_fields(**fields), **overrides}
 
 
 async def test_previews_and_tests_share_a_quota_a_minute_per_project(

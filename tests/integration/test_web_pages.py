@@ -36,6 +36,7 @@ from tests.support.processes import free_port
 from tests.support.web import (
     SESSION_COOKIE,
     browser,
+    case_fields,
     hidden_field,
     is_same_site,
     lands_on,
@@ -939,22 +940,6 @@ async def test_renaming_a_dataset_to_nothing_keeps_its_name(
     assert "Not valid JSON" in error_by(answer.text, "data_context")
     assert textarea_text(answer.text, "description") == "typed"
     assert await dataset_names(client) == ["Refunds"]
-
-
-def case_fields(**overrides: str) -> dict[str, str]:
-    """A new case as the editor posts it: an input and one text check."""
-    return {
-        "input": "Where is my refund?",
-        "input_format": "text",
-        "evaluation_type": "SCORE",
-        "min_confidence": "70",
-        "checks-0-type": "output_contains",
-        "checks-0-value": "refund",
-        "checks-0-severity": "critical",
-        "form_id": secrets.token_urlsafe(16),
-        "action": "save",
-        **overrides,
-    }
 
 
 async def test_a_case_with_a_min_confidence_that_is_not_a_number_shows_the_error_by_it(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import html
 import re
+import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -91,3 +92,19 @@ async def project_of(connection: Any, key: str) -> Any:
     return await connection.fetchval(
         "SELECT project_id FROM api_keys WHERE key_hash = $1", hash_key(key)
     )
+
+
+def case_fields(**overrides: str) -> dict[str, str]:
+    """A new case as the rubric editor posts it: an input and one critical text check."""
+    return {
+        "input": "Where is my refund?",
+        "input_format": "text",
+        "evaluation_type": "SCORE",
+        "min_confidence": "70",
+        "checks-0-type": "output_contains",
+        "checks-0-value": "refund",
+        "checks-0-severity": "critical",
+        "form_id": secrets.token_urlsafe(16),
+        "action": "save",
+        **overrides,
+    }
