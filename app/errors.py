@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 
 import msgspec
-
-from app.domain.checks import CHECK_TYPES
+from agentlasso.domain.checks import CHECK_TYPES
 
 
 class FieldError(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

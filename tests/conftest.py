@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
+from agentlasso.config import Settings
+from agentlasso.server import create_app
 
-from app.api.app import create_app
-from app.config import Settings
 from tests.support.databases import ServerUrls, drop_database, fresh_database, new_project_key
 from tests.support.processes import WorkerProcesses, api_process
 from tests.support.servers import serving
@@ -31,7 +31,7 @@ def server_urls() -> Iterator[ServerUrls]:
     if database_url and redis_url:
         yield ServerUrls(database_url, redis_url)
         return
-    from app.devstack.services import remove_embedded_data, start_embedded_services
+    from agentlasso.devstack.services import remove_embedded_data, start_embedded_services
 
     data_dir = Path(tempfile.mkdtemp(prefix="agentlasso-test-"))
     try:

@@ -9,17 +9,26 @@ import time
 from typing import Any
 from uuid import UUID
 
-from app import queue
-from app.agents import AgentClient
-from app.config import load_settings
-from app.coordination.lane_balance import LoadBoard
-from app.db import workers as worker_rows
-from app.db.pool import create_pool
-from app.domain.runs import is_judge_job
-from app.engine.judge_setup import build_judge, require_priced_model
-from app.engine.lanes import run_lane as run_lane_service
-from app.engine.trace_reading import delete_expired_traces, read_waiting_traces
-from app.engine.upkeep import (
+from agentlasso import queue
+from agentlasso.agents import AgentClient
+from agentlasso.config import load_settings
+from agentlasso.db import workers as worker_rows
+from agentlasso.db.pool import create_pool
+from agentlasso.domain.runs import is_judge_job
+from agentlasso.judge.setup import build_judge, require_priced_model
+from agentlasso.observability import metrics
+from agentlasso.observability.logs import bind_log_context
+from agentlasso.observability.loop_lag import watch_loop_lag
+from agentlasso.observability.worker_port import serve_worker_port
+from agentlasso.off_loop import leave_startup_out_of_collections
+from agentlasso.secrets_box import require_secret_key
+from agentlasso.services.operations import refresh_queue_gauges
+from agentlasso.traces.trace_limits import trace_limits
+from agentlasso_workers.lane_balance import LoadBoard
+from agentlasso_workers.lanes import run_lane as run_lane_service
+from agentlasso_workers.state import WorkerState
+from agentlasso_workers.trace_reading import delete_expired_traces, read_waiting_traces
+from agentlasso_workers.upkeep import (
     CANCEL_CHECK_S,
     balance_lanes,
     every,
@@ -28,15 +37,6 @@ from app.engine.upkeep import (
     send_heartbeat,
     watch_cancellations,
 )
-from app.engine.worker_state import WorkerState
-from app.observability import metrics
-from app.observability.logs import bind_log_context
-from app.observability.loop_lag import watch_loop_lag
-from app.observability.worker_port import serve_worker_port
-from app.off_loop import leave_startup_out_of_collections
-from app.secrets_box import require_secret_key
-from app.services.operations import refresh_queue_gauges
-from app.traces.trace_limits import trace_limits
 
 DEFAULT_CONCURRENCY = 100
 # A chunk whose worker has not beaten for this long is taken to be dead and redone.

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-
-from app.domain.agent_calls import AgentCall, Attempt
-from app.domain.case_results import Reported
+from agentlasso.domain.agent_calls import AgentCall, Attempt
+from agentlasso.domain.case_results import Reported
 
 
 class AgentTarget(msgspec.Struct, frozen=True):

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from app.agents.transport import GuardedConnector
-from app.agents.wire import AgentConnection, Answer, Origin
+from agentlasso.agents.http1 import AgentConnection, Answer, Origin
+from agentlasso.agents.transport import GuardedConnector
 
 # Below the 5 s after which common servers (uvicorn, nginx's default is 75 s) drop idle ones.
 DEFAULT_KEEPALIVE_EXPIRY_S = 4.0

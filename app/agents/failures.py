@@ -6,7 +6,7 @@ import errno
 import socket
 import ssl
 
-from app.agents.wire import ConnectFailed, HeadersTooLarge
+from agentlasso.agents.http1 import ConnectFailed, HeadersTooLarge
 
 _ERRNO_PHRASES = {
     errno.ECONNREFUSED: "connection refused",

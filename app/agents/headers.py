@@ -7,11 +7,10 @@ import re
 from uuid import UUID
 
 import msgspec
-
-from app.agents.calls import AgentTarget
-from app.domain.agents import Agent
-from app.errors import Conflict
-from app.secrets_box import UnsealError, seal, unseal
+from agentlasso.agents.calls import AgentTarget
+from agentlasso.domain.agents import Agent
+from agentlasso.errors import Conflict
+from agentlasso.secrets_box import UnsealError, seal, unseal
 
 log = logging.getLogger("agentlasso.agents")
 

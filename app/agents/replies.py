@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-
-from app.domain.json_nesting import too_deep
+from agentlasso.domain.json_nesting import too_deep
 
 _KINDS: dict[type, str] = {
     list: "a JSON array",

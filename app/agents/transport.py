@@ -12,9 +12,8 @@ import asyncio
 import ssl
 
 import httpx
-
-from app.agents.address_guard import AddressRefused, Resolver, refusal_reason
-from app.agents.wire import AgentConnection, AnswerLimits, ConnectFailed, Origin
+from agentlasso.agents.address_guard import AddressRefused, Resolver, refusal_reason
+from agentlasso.agents.http1 import AgentConnection, AnswerLimits, ConnectFailed, Origin
 
 
 def agent_ssl_context() -> ssl.SSLContext:

@@ -6,15 +6,21 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import msgspec
+from agentlasso.agents.headers import HEADER_NAME, HEADER_VALUE
+from agentlasso.domain import agents as domain
+from agentlasso.domain.test_cases import CaseInput
+from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.http.pagination import (
+    DEFAULT_LIMIT,
+    Cursor,
+    Limit,
+    decode_cursor,
+    next_cursor,
+    parse_id,
+)
+from agentlasso.services import agents as service
 from litestar import Controller, delete, get, patch, post
 from litestar.params import FromPath, JSONBody
-
-from app.agents.headers import HEADER_NAME, HEADER_VALUE
-from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, next_cursor, parse_id
-from app.domain import agents as domain
-from app.domain.test_cases import CaseInput
-from app.services import agents as service
 
 # What the address guard can take, as a schema can say it: http(s), a host of letters, digits,
 # dots and hyphens, no user name or password. That the host resolves to a public address is

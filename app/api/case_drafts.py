@@ -6,11 +6,14 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Controller, get, post
-from litestar.params import FromPath, JSONBody, QueryParameter
-
-from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import (
+from agentlasso.api.test_cases import TestCase, case_out, with_edits
+from agentlasso.domain import case_drafts as domain
+from agentlasso.domain.case_drafts import Category, DraftStatus, ToolSpec
+from agentlasso.domain.checks import Check, WrittenChecks
+from agentlasso.domain.judging import Usage
+from agentlasso.domain.test_cases import CaseInput, Confidence, EvaluationType, TestCaseContent
+from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.http.pagination import (
     DEFAULT_LIMIT,
     Cursor,
     Limit,
@@ -19,14 +22,10 @@ from app.api.pagination import (
     next_cursor,
     parse_id,
 )
-from app.api.test_cases import TestCase, case_out, with_edits
-from app.domain import case_drafts as domain
-from app.domain.case_drafts import Category, DraftStatus, ToolSpec
-from app.domain.checks import Check, WrittenChecks
-from app.domain.judging import Usage
-from app.domain.test_cases import CaseInput, Confidence, EvaluationType, TestCaseContent
-from app.services import case_drafts as drafts
-from app.services import case_generation as generation
+from agentlasso.services import case_drafts as drafts
+from agentlasso.services import case_generation as generation
+from litestar import Controller, get, post
+from litestar.params import FromPath, JSONBody, QueryParameter
 
 Count = Annotated[int, msgspec.Meta(ge=1, le=20)]
 SystemPrompt = Annotated[str, msgspec.Meta(max_length=200_000)]

@@ -6,20 +6,19 @@ from typing import Annotated
 from uuid import UUID
 
 import msgspec
-from litestar import Controller, MediaType, Response, get
-from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import FromPath, FromQuery, QueryParameter
-
-from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import (
+from agentlasso.api.run_results import MAX_PAGE_BYTES, StoredResult, stored_result_out
+from agentlasso.domain.comparisons import BUCKETS, Bucket, ComparedCase, FlakyCase
+from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.http.pagination import (
     COMPARE_CURSOR,
     decode_compared_cursor,
     encode_compared_cursor,
     parse_id,
 )
-from app.api.run_results import MAX_PAGE_BYTES, StoredResult, stored_result_out
-from app.domain.comparisons import BUCKETS, Bucket, ComparedCase, FlakyCase
-from app.services import comparisons
+from agentlasso.services import comparisons
+from litestar import Controller, MediaType, Response, get
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import FromPath, FromQuery, QueryParameter
 
 MAX_COMPARED = 200
 _CURSOR_HINT = "The next_cursor of the previous page."

@@ -6,13 +6,19 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import msgspec
+from agentlasso.domain import datasets as domain
+from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.http.pagination import (
+    DEFAULT_LIMIT,
+    Cursor,
+    Limit,
+    decode_cursor,
+    next_cursor,
+    parse_id,
+)
+from agentlasso.services import datasets as service
 from litestar import Controller, delete, get, patch, post
 from litestar.params import FromPath, JSONBody
-
-from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, next_cursor, parse_id
-from app.domain import datasets as domain
-from app.services import datasets as service
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 Description = Annotated[str, msgspec.Meta(max_length=10_000)]

@@ -15,7 +15,20 @@ import pkgutil
 from collections.abc import Iterable
 from typing import Any
 
+import agentlasso.api
 import msgspec
+from agentlasso.api.comparisons import MAX_COMPARED
+from agentlasso.api.openapi_examples import BODY_EXAMPLES, IMPORT_EXAMPLE
+from agentlasso.api.openapi_links import LINKS
+from agentlasso.api.openapi_rules import (
+    ids_as_uuids,
+    otlp_json_components,
+    schemas_named_in,
+    without_nul,
+)
+from agentlasso.http.pagination import COMPARE_CURSOR, CURSOR_PATTERN, MAX_LIMIT
+from agentlasso.http.problems import PROBLEM_JSON, Problem
+from agentlasso.services.traces import TRACE_CURSOR_PATTERN
 from litestar import Litestar
 from litestar.openapi.spec import (
     Components,
@@ -31,15 +44,6 @@ from litestar.openapi.spec import (
     SecurityScheme,
 )
 from litestar.openapi.spec.enums import OpenAPIFormat, OpenAPIType
-
-import app.api
-from app.api.comparisons import MAX_COMPARED
-from app.api.openapi_examples import BODY_EXAMPLES, IMPORT_EXAMPLE
-from app.api.openapi_links import LINKS
-from app.api.openapi_rules import ids_as_uuids, otlp_json_components, schemas_named_in, without_nul
-from app.api.pagination import COMPARE_CURSOR, CURSOR_PATTERN, MAX_LIMIT
-from app.api.problems import PROBLEM_JSON, Problem
-from app.services.traces import TRACE_CURSOR_PATTERN
 
 API_KEY_SCHEME = "apiKey"
 # What each problem status means, as the document says it.
@@ -342,7 +346,7 @@ def _msgspec_schemas() -> dict[str, Any]:
 
 def _api_structs() -> list[type[msgspec.Struct]]:
     structs: list[type[msgspec.Struct]] = [Problem]
-    for module_info in pkgutil.iter_modules(app.api.__path__, "app.api."):
+    for module_info in pkgutil.iter_modules(agentlasso.api.__path__, "agentlasso.api."):
         module = importlib.import_module(module_info.name)
         structs += [
             value

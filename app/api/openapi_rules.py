@@ -15,9 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-
-from app.domain.stored_text import WITHOUT_NUL_PATTERN
-from app.traces.otlp_json import OTLP_JSON_REQUEST
+from agentlasso.domain.stored_text import WITHOUT_NUL_PATTERN
+from agentlasso.traces.otlp_json import OTLP_JSON_REQUEST
 
 JSON_WITHOUT_NUL = "JsonWithoutNul"
 _JSON_REF = {"$ref": f"#/components/schemas/{JSON_WITHOUT_NUL}"}

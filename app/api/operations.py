@@ -6,12 +6,11 @@ import hashlib
 from datetime import datetime
 
 import msgspec
+from agentlasso.db.workers import WorkerRow
+from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.observability import metrics
+from agentlasso.services import operations as service
 from litestar import Controller, Response, get
-
-from app.api.auth import PlatformDep, ProjectId
-from app.db.workers import WorkerRow
-from app.observability import metrics
-from app.services import operations as service
 
 
 @get("/metrics", operation_id="metrics", tags=["operations"], include_in_schema=False)

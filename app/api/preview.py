@@ -5,16 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from agentlasso.domain.checks import WrittenChecks
+from agentlasso.domain.grades import CaseResult
+from agentlasso.domain.test_cases import CaseInput, Confidence, EvaluationType, TestCaseContent
+from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.http.pagination import parse_id
+from agentlasso.services import preview
+from agentlasso.services.test_cases import ContentWarning, regex_warnings
 from litestar import Controller, post
 from litestar.params import FromPath, JSONBody
-
-from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import parse_id
-from app.domain.checks import WrittenChecks
-from app.domain.results import CaseResult
-from app.domain.test_cases import CaseInput, Confidence, EvaluationType, TestCaseContent
-from app.services import preview
-from app.services.test_cases import ContentWarning, regex_warnings
 
 
 class ReplyPreview(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -8,13 +8,14 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import msgspec
-from litestar import Controller, MediaType, Response, get, post
-from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import FromPath, FromQuery, JSONBody
-from litestar.response import Stream
-
-from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import (
+from agentlasso.api.runs import RunGate, gate_fields
+from agentlasso.domain.agent_calls import Attempt
+from agentlasso.domain.case_results import StoredResult as DomainStoredResult
+from agentlasso.domain.case_results import TrialSummary
+from agentlasso.domain.grades import CaseResult, CheckResult, UngradedItem
+from agentlasso.domain.judging import JudgeRecord
+from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.http.pagination import (
     DEFAULT_LIMIT,
     Cursor,
     Limit,
@@ -22,14 +23,12 @@ from app.api.pagination import (
     encode_cursor,
     parse_id,
 )
-from app.api.runs import RunGate, gate_fields
-from app.domain.agent_calls import Attempt
-from app.domain.case_results import StoredResult as DomainStoredResult
-from app.domain.case_results import TrialSummary
-from app.domain.judging import JudgeRecord
-from app.domain.results import CaseResult, CheckResult, UngradedItem
-from app.services import ci_results, runs
-from app.services.ci_results import PostedResult
+from agentlasso.services import ci_results, runs
+from agentlasso.services.ci_results import PostedResult
+from litestar import Controller, MediaType, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.response import Stream
 
 # Results come in batches; a batch of 10,000 cases with their replies fits well within this.
 MAX_RESULTS_BODY_BYTES = 32 * 1024 * 1024

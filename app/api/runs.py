@@ -8,12 +8,14 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import msgspec
-from litestar import Controller, MediaType, Response, get, post
-from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
-from litestar.response import ServerSentEvent, ServerSentEventMessage, Stream
-
-from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import (
+from agentlasso.domain import runs as domain
+from agentlasso.domain.checks import Check
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.test_cases import CaseInput, EvaluationType, PinnedCase
+from agentlasso.errors import FieldError, InvalidInput
+from agentlasso.grading import plan_case
+from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.http.pagination import (
     DEFAULT_LIMIT,
     Cursor,
     Limit,
@@ -22,15 +24,12 @@ from app.api.pagination import (
     next_cursor,
     parse_id,
 )
-from app.domain import runs as domain
-from app.domain.checks import Check
-from app.domain.datasets import Dataset
-from app.domain.test_cases import CaseInput, EvaluationType, PinnedCase
-from app.errors import FieldError, InvalidInput
-from app.grading import plan_case
-from app.services import runs, start_run
-from app.services.platform import Platform
-from app.services.run_events import run_events
+from agentlasso.services import runs, start_run
+from agentlasso.services.platform import Platform
+from agentlasso.services.run_events import run_events
+from litestar import Controller, MediaType, Response, get, post
+from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
+from litestar.response import ServerSentEvent, ServerSentEventMessage, Stream
 
 # A long-poll may last this long at most.
 MAX_WAIT_S = 120

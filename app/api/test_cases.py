@@ -6,25 +6,31 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from litestar import Controller, Request, delete, get, patch, post
-from litestar.exceptions import HTTPException
-from litestar.params import FromPath, JSONBody
-from litestar.response import Stream
-
-from app.api.auth import PlatformDep, ProjectId
-from app.api.pagination import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, next_cursor, parse_id
-from app.domain import test_cases as domain
-from app.domain.checks import Check, WrittenChecks
-from app.domain.test_cases import (
+from agentlasso.domain import test_cases as domain
+from agentlasso.domain.checks import Check, WrittenChecks
+from agentlasso.domain.test_cases import (
     CaseInput,
     ChecksVersion,
     Confidence,
     EvaluationType,
     TestCaseContent,
 )
-from app.services import test_cases as service
-from app.services import transfer
-from app.services.test_cases import ContentWarning
+from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.http.pagination import (
+    DEFAULT_LIMIT,
+    Cursor,
+    Limit,
+    decode_cursor,
+    next_cursor,
+    parse_id,
+)
+from agentlasso.services import test_cases as service
+from agentlasso.services import transfer
+from agentlasso.services.test_cases import ContentWarning
+from litestar import Controller, Request, delete, get, patch, post
+from litestar.exceptions import HTTPException
+from litestar.params import FromPath, JSONBody
+from litestar.response import Stream
 
 JSONL_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
 

@@ -7,23 +7,22 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import msgspec
+from agentlasso.api.test_cases import TestCase, case_out
+from agentlasso.db.trace_lists import TraceFilters
+from agentlasso.db.traces import TraceRow
+from agentlasso.domain.checks import WrittenChecks
+from agentlasso.domain.stored_text import WITHOUT_NUL_PATTERN
+from agentlasso.errors import FieldError, InvalidInput
+from agentlasso.http.auth import PlatformDep, ProjectId, provide_project_id, require_api_key
+from agentlasso.http.pagination import DEFAULT_LIMIT, Limit, body_id
+from agentlasso.services import traces as service
+from agentlasso.services.platform import Platform
+from agentlasso.traces.otlp import Intake
+from agentlasso.traces.spans import Span
 from litestar import Controller, Request, Response, Router, get, post, put
 from litestar.di import Provide
 from litestar.params import FromPath, JSONBody, QueryParameter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
-
-from app.api.auth import PlatformDep, ProjectId, provide_project_id, require_api_key
-from app.api.pagination import DEFAULT_LIMIT, Limit, body_id
-from app.api.test_cases import TestCase, case_out
-from app.db.trace_lists import TraceFilters
-from app.db.traces import TraceRow
-from app.domain.checks import WrittenChecks
-from app.domain.stored_text import WITHOUT_NUL_PATTERN
-from app.errors import FieldError, InvalidInput
-from app.services import traces as service
-from app.services.platform import Platform
-from app.traces.otlp import Intake
-from app.traces.spans import Span
 
 PROTOBUF = "application/x-protobuf"
 TraceCursor = Annotated[

@@ -1,7 +1,7 @@
-"""`python -m app.cli`: the same as the `agentlasso` console script."""
+"""`python -m agentlasso.cli`: the same as the `agentlasso` console script."""
 
 import sys
 
-from app.cli.main import main
+from agentlasso.cli.main import main
 
 sys.exit(main())

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import httpx
 import msgspec
-
-from app.cli.compare_report import CaseText, fetch_compared, gate_line, report_compared
-from app.cli.errors import run_reporting_errors
-from app.cli.gate_report import GateReport, finish, print_run_page
-from app.cli.local_agents import AgentCaller, CommandAgent, HttpAgent, failed
-from app.client import (
+from agentlasso.cli.compare_report import CaseText, fetch_compared, gate_line, report_compared
+from agentlasso.cli.errors import run_reporting_errors
+from agentlasso.cli.gate_report import GateReport, finish, print_run_page
+from agentlasso.cli.local_agents import AgentCaller, CommandAgent, HttpAgent, failed
+from agentlasso.client import (
     AgentLassoClient,
     PlatformUnavailable,
     ResultsAnswer,

@@ -12,15 +12,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import msgspec
-
-from app.cli.gate_report import GateReport, case_lines, percent
-from app.cli.pr_comment import (
+from agentlasso.cli.gate_report import GateReport, case_lines, percent
+from agentlasso.cli.pr_comment import (
     ComparedCase,
     ComparisonSummary,
     FailedCheck,
     write_comment_file,
 )
-from app.client import (
+from agentlasso.client import (
     MAX_COMPARED_PER_PAGE,
     AgentLassoClient,
     BucketCounts,

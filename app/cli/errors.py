@@ -7,8 +7,8 @@ import sys
 from collections.abc import Coroutine
 from typing import Any
 
-from app.cli.gate_report import EXIT_UNAVAILABLE
-from app.client import ClientError, PlatformUnavailable
+from agentlasso.cli.gate_report import EXIT_UNAVAILABLE
+from agentlasso.client import ClientError, PlatformUnavailable
 
 # Fields of a request the user named by a flag: a refusal of one names the flag instead.
 FLAGS_BY_FIELD = {"/baseline_run_id": "--baseline"}

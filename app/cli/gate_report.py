@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 import msgspec
-
-from app.client import CaseResult, Counts, JudgeUsage, RunGate, case_card_url
+from agentlasso.client import CaseResult, Counts, JudgeUsage, RunGate, case_card_url
 
 # Characters XML 1.0 cannot carry: an agent's reply may contain any of them.
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -12,8 +12,7 @@ from typing import Any, Protocol
 
 import httpx
 import msgspec
-
-from app.client import ResultToPost, RunTestCase
+from agentlasso.client import ResultToPost, RunTestCase
 
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli.server import add_server_commands
-from app.client import MAX_RESULTS_PER_POST
+from agentlasso.cli.server import add_server_commands
+from agentlasso.client import MAX_RESULTS_PER_POST
 
 GATE_COMMAND_HELP = (
     "Reads AGENTLASSO_URL (default http://127.0.0.1:8000) and AGENTLASSO_API_KEY. Exits 0 when"
@@ -20,7 +20,7 @@ GATES = ("threshold", "no_new_failures")
 
 
 def _ci(args: argparse.Namespace) -> int:
-    from app.cli.ci import CiOptions, run_ci
+    from agentlasso.cli.ci import CiOptions, run_ci
 
     api_key = _api_key()
     if not api_key:
@@ -42,7 +42,7 @@ def _ci(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from app.cli.run import RunOptions, run_server
+    from agentlasso.cli.run import RunOptions, run_server
 
     if args.comment_file and not args.wait:
         print(

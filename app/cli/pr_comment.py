@@ -9,8 +9,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import msgspec
-
-from app.client import BucketCounts
+from agentlasso.client import BucketCounts
 
 # GitHub refuses a comment longer than 65,536 characters; this leaves room to spare.
 MAX_COMMENT_CHARS = 65_000
@@ -22,7 +21,7 @@ CHECKS_SHOWN = 10
 CHECK_NAMES_SHOWN = 5
 URL_CHARS = 2_000
 
-# The names people know the check types by: a copy of app.web.case_form.PRODUCT_NAMES (that
+# The names people know the check types by: a copy of agentlasso.web.case_form.PRODUCT_NAMES (that
 # module imports the server's, which a CI machine's commands may not); a unit test holds
 # the two equal.
 PRODUCT_NAMES: dict[str, str] = {

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import TextIO
 
 import msgspec
-
-from app.cli.compare_report import CaseText, fetch_compared, gate_line, report_compared
-from app.cli.errors import run_reporting_errors
-from app.cli.gate_report import EXIT_PASS, GateReport, finish, print_run_page
-from app.client import AgentLassoClient, Run
+from agentlasso.cli.compare_report import CaseText, fetch_compared, gate_line, report_compared
+from agentlasso.cli.errors import run_reporting_errors
+from agentlasso.cli.gate_report import EXIT_PASS, GateReport, finish, print_run_page
+from agentlasso.client import AgentLassoClient, Run
 
 FINAL = ("completed", "cancelled", "failed")
 POLL_WAIT_S = 1.0

@@ -18,7 +18,7 @@ from pathlib import Path
 
 def dev(args: argparse.Namespace) -> int:
     """`agentlasso dev`: the whole platform on this machine."""
-    from app.devstack.dev import run_dev
+    from agentlasso.devstack.dev import run_dev
 
     return run_dev(data_dir=Path(args.data_dir), host=args.host, port=args.port)
 
@@ -29,13 +29,12 @@ def api(args: argparse.Namespace) -> int:
     if log_format is None:
         return 1
     import uvicorn
+    from agentlasso.observability.logs import with_access_redaction
     from uvicorn.config import LOGGING_CONFIG
-
-    from app.observability.logs import with_access_redaction
 
     with _refusals_logged(log_format):
         uvicorn.run(
-            "app.api.app:create_app",
+            "agentlasso.server:create_app",
             factory=True,
             host=args.host,
             port=args.port,
@@ -56,7 +55,7 @@ def worker(args: argparse.Namespace) -> int:
     if log_format is None:
         return 1
     with _refusals_logged(log_format):
-        from workers.main import run_worker
+        from agentlasso_workers.jobs import run_worker
 
         return run_worker(concurrency=args.concurrency, metrics_port=args.metrics_port)
 
@@ -64,7 +63,11 @@ def worker(args: argparse.Namespace) -> int:
 def _configure_logging() -> str | None:
     """Logs as AGENTLASSO_LOG_FORMAT and AGENTLASSO_LOG_LEVEL say; the format, or None (having
     said why) when either is not valid."""
-    from app.observability.logs import configure_logging, log_format_from_env, log_level_from_env
+    from agentlasso.observability.logs import (
+        configure_logging,
+        log_format_from_env,
+        log_level_from_env,
+    )
 
     try:
         log_format = log_format_from_env(os.environ)
@@ -91,8 +94,8 @@ def _refusals_logged(log_format: str) -> Iterator[None]:
 
 def migrate(_args: argparse.Namespace) -> int:
     """`agentlasso migrate`: apply the migrations not yet applied."""
-    from app.config import load_settings
-    from app.db.migrations import EditedMigration, apply_migrations
+    from agentlasso.config import load_settings
+    from agentlasso.db.migrations import EditedMigration, apply_migrations
 
     try:
         applied = asyncio.run(apply_migrations(load_settings().database_url))
@@ -107,8 +110,8 @@ def migrate(_args: argparse.Namespace) -> int:
 
 def keys_create(args: argparse.Namespace) -> int:
     """`agentlasso keys create`: a new key, alone on the last line."""
-    from app.config import load_settings
-    from app.services.api_keys import create_key_for_project_name
+    from agentlasso.config import load_settings
+    from agentlasso.services.api_keys import create_key_for_project_name
 
     key = asyncio.run(create_key_for_project_name(load_settings().database_url, args.project))
     print(f"Created an API key for project {args.project!r}. It is shown once; store it now.")
@@ -118,9 +121,9 @@ def keys_create(args: argparse.Namespace) -> int:
 
 def keys_revoke(args: argparse.Namespace) -> int:
     """`agentlasso keys revoke`: revoke the one active key with this prefix."""
-    from app.config import load_settings
-    from app.errors import AgentLassoError
-    from app.services.api_keys import revoke_key_by_prefix
+    from agentlasso.config import load_settings
+    from agentlasso.errors import AgentLassoError
+    from agentlasso.services.api_keys import revoke_key_by_prefix
 
     try:
         asyncio.run(revoke_key_by_prefix(load_settings().database_url, args.key_prefix))
@@ -133,7 +136,7 @@ def keys_revoke(args: argparse.Namespace) -> int:
 
 def secret_key(_args: argparse.Namespace) -> int:
     """`agentlasso secret-key`: a new AGENTLASSO_SECRET_KEY."""
-    from app.secrets_box import generate_key
+    from agentlasso.secrets_box import generate_key
 
     print(generate_key())
     return 0

@@ -16,12 +16,11 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
-
-from app.coordination.waiter_shares import within_fair_share
-from app.db import runs as run_rows
-from app.domain.runs import Run
-from app.errors import Unavailable
-from app.observability import metrics
+from agentlasso.coordination.waiter_shares import within_fair_share
+from agentlasso.db import runs as run_rows
+from agentlasso.domain.runs import Run
+from agentlasso.errors import Unavailable
+from agentlasso.observability import metrics
 
 log = logging.getLogger("agentlasso.watch")
 
@@ -192,7 +191,7 @@ class RunWatcher:
             return
         if run is not None and run_rows.settle_due(run):
             # Its results are in but its status and gate not yet decided: the settling that
-            # is on its way (app/engine/run_settling.py) notifies again, and that is delivered.
+            # is on its way (app/services/run_settling.py) notifies again, and that is delivered.
             return
         for subscription in self._subscribers.get(run_id, ()):
             subscription.put(RunEvent(kind, run))

@@ -6,9 +6,8 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
-from app.db.pool import Connection, Executor
-from app.domain.agents import Agent
+from agentlasso.db.pool import Connection, Executor
+from agentlasso.domain.agents import Agent
 
 _COLUMNS = ", ".join(Agent.__struct_fields__)
 

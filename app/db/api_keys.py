@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from app.db.pool import Connection, Executor
-from app.domain.web import ApiKeyInfo
+from agentlasso.db.pool import Connection, Executor
+from agentlasso.domain.web import ApiKeyInfo
 
 _INSERT = "INSERT INTO api_keys (project_id, prefix, key_hash) VALUES ($1, $2, $3)"
 

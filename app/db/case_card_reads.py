@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from app.db.pool import Executor
-from app.domain.web import CaseNow
+from agentlasso.db.pool import Executor
+from agentlasso.domain.web import CaseNow
 
 # Three primary-key lookups in one round trip. The dataset row outlives its deletion (runs keep
 # it); a deleted case has no row in test_cases, only the revisions its runs pinned.

@@ -8,9 +8,8 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
-
-from app.db.pool import Connection, Executor
-from app.domain.case_drafts import (
+from agentlasso.db.pool import Connection, Executor
+from agentlasso.domain.case_drafts import (
     AgentProfile,
     CaseDraft,
     Category,
@@ -18,7 +17,7 @@ from app.domain.case_drafts import (
     GenerationRecord,
     ToolSpec,
 )
-from app.domain.judging import Usage
+from agentlasso.domain.judging import Usage
 
 _DRAFT_COLUMNS = ", ".join(f"c.{name}" for name in CaseDraft.__struct_fields__)
 # A draft's dataset must be live and the caller's: a deleted dataset's drafts are gone for reads.

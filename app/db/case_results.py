@@ -8,11 +8,10 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
-
-from app.db.pool import Connection, Executor
-from app.db.test_cases import content_of
-from app.domain.agent_calls import AgentCall, Attempt
-from app.domain.case_results import (
+from agentlasso.db.pool import Connection, Executor
+from agentlasso.db.test_cases import content_of
+from agentlasso.domain.agent_calls import AgentCall, Attempt
+from agentlasso.domain.case_results import (
     AwaitingJudge,
     JudgedResult,
     NewResult,
@@ -20,10 +19,10 @@ from app.domain.case_results import (
     StoredResult,
     TrialSummary,
 )
-from app.domain.judging import JudgeRecord
-from app.domain.results import CaseResult, CheckResult, UngradedItem
-from app.domain.runs import ResultFlags
-from app.off_loop import in_slices, off_loop_when_many
+from agentlasso.domain.grades import CaseResult, CheckResult, UngradedItem
+from agentlasso.domain.judging import JudgeRecord
+from agentlasso.domain.runs import ResultFlags
+from agentlasso.off_loop import in_slices, off_loop_when_many
 
 # The NewResult struct's fields are the columns a result is written with.
 RESULT_COLUMNS = NewResult.__struct_fields__

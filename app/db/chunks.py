@@ -5,9 +5,8 @@ from __future__ import annotations
 from uuid import UUID
 
 import asyncpg
-
-from app.db.pool import Connection, Executor
-from app.domain.runs import ChunkRef, ClaimedChunk
+from agentlasso.db.pool import Connection, Executor
+from agentlasso.domain.runs import ChunkRef, ClaimedChunk
 
 _CREATE = """
 INSERT INTO run_chunks (run_id, chunk_no)

@@ -10,9 +10,8 @@ from __future__ import annotations
 from uuid import UUID
 
 import asyncpg
-
-from app.db.pool import Connection, Executor
-from app.domain.comparisons import BUCKETS, Bucket, ComparedRow, Comparison, rank_of
+from agentlasso.db.pool import Connection, Executor
+from agentlasso.domain.comparisons import BUCKETS, Bucket, ComparedRow, Comparison, rank_of
 
 _START = """
 INSERT INTO run_comparisons (run_id, baseline_run_id, counts, new_failures)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from app.db.pool import Connection, Executor
-from app.domain.datasets import Dataset
-from app.domain.web import DatasetSummary, LastRun
+from agentlasso.db.pool import Connection, Executor
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.web import DatasetSummary, LastRun
 
 _COLUMNS = ", ".join(Dataset.__struct_fields__)
 

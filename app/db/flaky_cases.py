@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from app.db.pool import Executor
-from app.domain.comparisons import FlakyCase
+from agentlasso.db.pool import Executor
+from agentlasso.domain.comparisons import FlakyCase
 
 # A case passes in a run when every trial passed. Runs are told apart by agent (a CI run's is
 # its client's own: null), so a new agent is never taken for a flaky case. A run whose trials

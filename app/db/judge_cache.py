@@ -5,9 +5,8 @@ from __future__ import annotations
 from uuid import UUID
 
 import msgspec
-
-from app.db.pool import Executor
-from app.domain.judging import CachedAnswer
+from agentlasso.db.pool import Executor
+from agentlasso.domain.judging import CachedAnswer
 
 _GET = "SELECT answer FROM judge_cache WHERE key = $1"
 _PUT = """

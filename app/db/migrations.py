@@ -7,14 +7,16 @@ the databases that applied it would silently differ from the ones that apply it 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
+from importlib import resources
 from pathlib import Path
 
 import asyncpg
 
 # In a checkout the migrations sit beside the package; an installed image says where they are.
-SQL_DIR = Path(os.environ.get("AGENTLASSO_SQL_DIR") or Path(__file__).resolve().parents[2] / "sql")
+# sql/ is the package agentlasso.migrations, so a wheel carries it and an editable checkout
+# reads it in place.
+SQL_DIR = Path(str(resources.files("agentlasso.migrations")))
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 # Any fixed number: it serialises concurrent `migrate` runs (API and worker starting together).
 _LOCK_KEY = 7_346_221_001

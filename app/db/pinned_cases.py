@@ -6,11 +6,10 @@ import functools
 from uuid import UUID
 
 import asyncpg
-
-from app.db.pool import Connection, Executor
-from app.db.test_cases import content_of
-from app.domain.test_cases import PinnedCase
-from app.off_loop import off_loop_when_many
+from agentlasso.db.pool import Connection, Executor
+from agentlasso.db.test_cases import content_of
+from agentlasso.domain.test_cases import PinnedCase
+from agentlasso.off_loop import off_loop_when_many
 
 _PINNED_AT_POSITIONS = """
 SELECT p.position, p.test_case_id, p.revision_id, r.input, r.checks_version, r.checks,

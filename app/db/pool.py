@@ -6,10 +6,9 @@ from typing import Any, cast
 
 import asyncpg
 import msgspec
+from agentlasso.errors import Unavailable
+from agentlasso.observability import metrics
 from asyncpg.pool import PoolAcquireContext, PoolConnectionProxy
-
-from app.errors import Unavailable
-from app.observability import metrics
 
 # A connection of our own or one borrowed from the pool: the db modules take either.
 Connection = asyncpg.Connection | PoolConnectionProxy

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from app.db.pool import Connection, Executor
-from app.domain.judging import ProjectJudge
+from agentlasso.db.pool import Connection, Executor
+from agentlasso.domain.judging import ProjectJudge
 
 _UPSERT_BY_NAME = """
 INSERT INTO projects (name) VALUES ($1)

@@ -17,9 +17,8 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
-
-from app.db.pool import Executor
-from app.domain.web import ResultFilter, ResultRow
+from agentlasso.db.pool import Executor
+from agentlasso.domain.web import ResultFilter, ResultRow
 
 SCAN_WINDOW = 10_000
 SEARCH_HITS = 2_000

@@ -12,9 +12,8 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
-from app.db.pool import Connection, Executor
-from app.domain.runs import Counters
+from agentlasso.db.pool import Connection, Executor
+from agentlasso.domain.runs import Counters
 
 
 class JudgeSpend(msgspec.Struct, frozen=True, kw_only=True):

@@ -4,18 +4,18 @@ One writer at a time settles a run, under its row lock, reading it in a statemen
 is held: it sees every store committed before it. Stores never take that lock, so the store
 that completes a run cannot settle it in its own transaction (another store may be committing
 beside it, unseen); whoever reads the run next settles it: the lane whose work ended, the judge
-chunk that stored, a CI batch, the reaper's round, or an API reader (app/engine/run_settling.py).
+chunk that stored, a CI batch, the reaper's round, or an API reader (app/services/run_settling.py).
 """
 
 from __future__ import annotations
 
 from uuid import UUID
 
-from app.db import comparisons, run_counts
-from app.db import runs as run_rows
-from app.db.pool import Connection
-from app.domain.runs import Run
-from app.grading import run_gate, settled_status
+from agentlasso.db import comparisons, run_counts
+from agentlasso.db import runs as run_rows
+from agentlasso.db.pool import Connection
+from agentlasso.domain.runs import Run
+from agentlasso.grading import run_gate, settled_status
 
 # A case passes when every trial passed; it is graded when a trial was; its trials disagree
 # when some passed and some did not.

@@ -6,12 +6,11 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
-
-from app.db.pool import Connection, Executor
-from app.db.run_counts import TALLIES_OF, run_column
-from app.domain.results import Gate
-from app.domain.runs import Run, RunGate, RunMode, RunStatus
-from app.grading import run_gate, settled_status
+from agentlasso.db.pool import Connection, Executor
+from agentlasso.db.run_counts import TALLIES_OF, run_column
+from agentlasso.domain.grades import Gate
+from agentlasso.domain.runs import Run, RunGate, RunMode, RunStatus
+from agentlasso.grading import run_gate, settled_status
 
 # The Run struct's fields are the columns (but `unfolded`): a row converts with Run(**row).
 COLUMN_FIELDS = tuple(name for name in Run.__struct_fields__ if name != "unfolded")

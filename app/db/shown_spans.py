@@ -11,9 +11,8 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
-from app.db.pool import Executor
-from app.traces.spans import Span, SpanEvent
+from agentlasso.db.pool import Executor
+from agentlasso.traces.spans import Span, SpanEvent
 
 # The spans of one answer stop before they pass this many bytes (span_count says how many).
 SPANS_BYTES = 4 * 1024 * 1024

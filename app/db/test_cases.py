@@ -8,11 +8,10 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
-
-from app.db.pool import Connection, Executor
-from app.domain.datasets import Dataset
-from app.domain.test_cases import TestCase, TestCaseContent
-from app.domain.web import CaseFilter, Revision
+from agentlasso.db.pool import Connection, Executor
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.test_cases import TestCase, TestCaseContent
+from agentlasso.domain.web import CaseFilter, Revision
 
 # Revision columns in the order `revision_values` produces them.
 REVISION_COLUMNS = (

@@ -7,9 +7,8 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
-from app.db.pool import Executor
-from app.db.traces import TraceRow, trace_row
+from agentlasso.db.pool import Executor
+from agentlasso.db.traces import TraceRow, trace_row
 
 # A page stops before its summaries pass this many bytes (then next_cursor): even cut, a
 # summary of many tool calls is large, and a page may ask for a thousand of them.

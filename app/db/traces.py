@@ -8,10 +8,9 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
-from app.db.pool import Connection, Executor, jsonb_text
-from app.traces.spans import Span
-from app.traces.summary import TraceMessage, TraceSummary, TraceToolCall, TraceUsage
+from agentlasso.db.pool import Connection, Executor, jsonb_text
+from agentlasso.traces.spans import Span
+from agentlasso.traces.summary import TraceMessage, TraceSummary, TraceToolCall, TraceUsage
 
 # Search reads this much of a trace's input and reply: enough for any phrase a person types.
 SEARCH_TEXT_CHARS = 4_000

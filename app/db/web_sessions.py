@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from uuid import UUID
 
-from app.db.pool import Executor
-from app.domain.web import WebSession
+from agentlasso.db.pool import Executor
+from agentlasso.domain.web import WebSession
 
 _INSERT_SESSION = """
 INSERT INTO web_sessions (token_hash, project_id, api_key_id, csrf_token, expires_at)

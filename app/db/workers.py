@@ -6,8 +6,7 @@ from datetime import datetime
 from uuid import UUID
 
 import msgspec
-
-from app.db.pool import Executor
+from agentlasso.db.pool import Executor
 
 
 class WorkerRow(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,7 +1,7 @@
 """The platform on one machine: embedded PostgreSQL and Valkey, and `agentlasso dev`."""
 
-from app.devstack.processes import ServiceStartError
-from app.devstack.services import (
+from agentlasso.devstack.processes import ServiceStartError
+from agentlasso.devstack.services import (
     EmbeddedServices,
     remove_embedded_data,
     start_embedded_services,

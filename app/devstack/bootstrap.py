@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from app.db import api_keys, projects
-from app.db.pool import connect
-from app.services.api_keys import create_key, hash_key
+from agentlasso.db import api_keys, projects
+from agentlasso.db.pool import connect
+from agentlasso.services.api_keys import create_key, hash_key
 
 DEV_PROJECT = "default"
 
@@ -30,7 +30,7 @@ async def ensure_dev_key(database_url: str, key_file: Path) -> str:
 
 async def dev_sign_in_token(database_url: str) -> str:
     """A one-time sign-in link's token for the `default` project (`/login?token=...`)."""
-    from app.services.web_sessions import create_login_link_token
+    from agentlasso.services.web_sessions import create_login_link_token
 
     connection = await connect(database_url)
     try:

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from app.devstack.demo import DemoIds, seed_demo
-from app.devstack.ports import LOOPBACK, free_port, preferred_or_free_port
-from app.devstack.processes import ChildProcess, ServiceStartError, spawn, wait_until
-from app.devstack.services import EmbeddedServices, start_embedded_services
+from agentlasso.devstack.demo import DemoIds, seed_demo
+from agentlasso.devstack.ports import LOOPBACK, free_port, preferred_or_free_port
+from agentlasso.devstack.processes import ChildProcess, ServiceStartError, spawn, wait_until
+from agentlasso.devstack.services import EmbeddedServices, start_embedded_services
 
 logger = logging.getLogger(__name__)
 
@@ -101,28 +101,28 @@ def _backing_services(data_dir: Path) -> EmbeddedServices:
 
 
 def _apply_migrations(database_url: str) -> None:
-    from app.db.migrations import apply_migrations
+    from agentlasso.db.migrations import apply_migrations
 
     applied = asyncio.run(apply_migrations(database_url))
     logger.info("migrations: %s", ", ".join(applied) if applied else "up to date")
 
 
 def _dev_api_key(database_url: str, data_dir: Path) -> str:
-    from app.devstack.bootstrap import ensure_dev_key
+    from agentlasso.devstack.bootstrap import ensure_dev_key
 
     return asyncio.run(ensure_dev_key(database_url, data_dir / "dev-api-key"))
 
 
 def _dev_sign_in_token(database_url: str) -> str:
-    from app.devstack.bootstrap import dev_sign_in_token
+    from agentlasso.devstack.bootstrap import dev_sign_in_token
 
     return asyncio.run(dev_sign_in_token(database_url))
 
 
 def _dev_secret_key(key_file: Path) -> str:
     """The key kept in `key_file`, created (readable by its owner only) on the first start."""
-    from app.devstack.bootstrap import make_private, write_private
-    from app.secrets_box import generate_key
+    from agentlasso.devstack.bootstrap import make_private, write_private
+    from agentlasso.secrets_box import generate_key
 
     if key_file.exists():
         make_private(key_file)
@@ -154,7 +154,7 @@ def _child_env(services: EmbeddedServices, secret_key: str) -> dict[str, str]:
 
 
 def _spawn_worker(env: dict[str, str], metrics_port: int) -> ChildProcess:
-    argv = [sys.executable, "-m", "app.cli", "worker", "--metrics-port", str(metrics_port)]
+    argv = [sys.executable, "-m", "agentlasso.cli", "worker", "--metrics-port", str(metrics_port)]
     return spawn("worker", argv, env=env, grace_s=_WORKER_STOP_GRACE_S)
 
 
@@ -167,7 +167,7 @@ def _spawn_api(env: dict[str, str], host: str, port: int) -> tuple[ChildProcess,
     # Runs link to their pages at the address the banner prints, unless the developer set one
     # (a tunnel, a proxy in front).
     public_url = env.get("AGENTLASSO_PUBLIC_URL") or base_url
-    argv = [sys.executable, "-m", "app.cli", "api", "--host", host, "--port", str(api_port)]
+    argv = [sys.executable, "-m", "agentlasso.cli", "api", "--host", host, "--port", str(api_port)]
     api_env = {**env, "AGENTLASSO_PUBLIC_URL": public_url}
     api = spawn("api", argv, env=api_env, grace_s=_API_STOP_GRACE_S)
     return api, base_url

@@ -11,8 +11,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.devstack.ports import LOOPBACK, free_port
-from app.devstack.processes import (
+from agentlasso.devstack.ports import LOOPBACK, free_port
+from agentlasso.devstack.processes import (
     ChildProcess,
     RunAs,
     ServiceStartError,
@@ -20,7 +20,7 @@ from app.devstack.processes import (
     spawn,
     wait_until,
 )
-from app.devstack.service_user import (
+from agentlasso.devstack.service_user import (
     SERVICE_USER,
     can_traverse,
     make_private_dir,

@@ -11,7 +11,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from app.devstack.processes import RunAs, ServiceStartError
+from agentlasso.devstack.processes import RunAs, ServiceStartError
 
 logger = logging.getLogger(__name__)
 

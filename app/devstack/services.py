@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from app.devstack import postgres, valkey
-from app.devstack.processes import ChildProcess, ServiceStartError, stop_in_order
-from app.devstack.service_user import shared_location
+from agentlasso.devstack import postgres, valkey
+from agentlasso.devstack.processes import ChildProcess, ServiceStartError, stop_in_order
+from agentlasso.devstack.service_user import shared_location
 
 
 @dataclass

@@ -7,8 +7,8 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.devstack.ports import LOOPBACK, free_port
-from app.devstack.processes import ChildProcess, ServiceStartError, spawn, wait_until
+from agentlasso.devstack.ports import LOOPBACK, free_port
+from agentlasso.devstack.processes import ChildProcess, ServiceStartError, spawn, wait_until
 
 _READY_TIMEOUT_S = 60.0  # a large append-only file takes a while to load
 _STOP_GRACE_S = 15.0

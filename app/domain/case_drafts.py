@@ -7,10 +7,9 @@ from typing import Any, Literal, get_args
 from uuid import UUID
 
 import msgspec
-
-from app.domain.checks import Check
-from app.domain.judging import Usage
-from app.domain.test_cases import EvaluationType, TestCaseContent
+from agentlasso.domain.checks import Check
+from agentlasso.domain.judging import Usage
+from agentlasso.domain.test_cases import EvaluationType, TestCaseContent
 
 Category = Literal[
     "happy_path",

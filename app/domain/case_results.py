@@ -7,12 +7,11 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
-from app.domain.agent_calls import AgentCall
-from app.domain.judging import JudgeRecord
-from app.domain.results import CaseResult, Outcome
-from app.domain.runs import ResultFlags
-from app.domain.test_cases import TestCaseContent
+from agentlasso.domain.agent_calls import AgentCall
+from agentlasso.domain.grades import CaseResult, Outcome
+from agentlasso.domain.judging import JudgeRecord
+from agentlasso.domain.runs import ResultFlags
+from agentlasso.domain.test_cases import TestCaseContent
 
 
 class Reported(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -6,8 +6,7 @@ from typing import Literal
 from uuid import UUID
 
 import msgspec
-
-from app.domain.case_results import StoredResult, TrialSummary
+from agentlasso.domain.case_results import StoredResult, TrialSummary
 
 Bucket = Literal[
     "new_failure", "still_failing", "flaky", "new_case", "fixed", "removed_case", "still_passing"

@@ -5,8 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import msgspec
-
-from app.domain.results import JudgeVerdict
+from agentlasso.domain.grades import JudgeVerdict
 
 
 class Usage(msgspec.Struct, frozen=True):

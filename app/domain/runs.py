@@ -9,8 +9,7 @@ from typing import Literal
 from uuid import UUID
 
 import msgspec
-
-from app.domain.results import RunCounts
+from agentlasso.domain.grades import RunCounts
 
 RunStatus = Literal[
     "queued", "running", "awaiting_results", "grading", "completed", "cancelled", "failed"

@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-
-from app.errors import FieldError, InvalidInput
+from agentlasso.errors import FieldError, InvalidInput
 
 # The rule as a pattern (ECMA-262 and Python alike), for the API's description and its queries.
 WITHOUT_NUL_PATTERN = r"^[^\x00]*$"

@@ -7,8 +7,7 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import msgspec
-
-from app.domain.checks import MAX_CHECKS, Check
+from agentlasso.domain.checks import MAX_CHECKS, Check
 
 EvaluationType = Literal["BOOLEAN", "SCORE"]
 Confidence = Annotated[int, msgspec.Meta(ge=0, le=100)]

@@ -7,11 +7,10 @@ from typing import Any, Literal
 from uuid import UUID
 
 import msgspec
-
-from app.domain.checks import CheckType, Severity
-from app.domain.datasets import Dataset
-from app.domain.runs import RunStatus
-from app.domain.test_cases import TestCaseContent
+from agentlasso.domain.checks import CheckType, Severity
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.runs import RunStatus
+from agentlasso.domain.test_cases import TestCaseContent
 
 
 class WebSession(msgspec.Struct, frozen=True, kw_only=True):

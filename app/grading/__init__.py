@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.domain.results import (
+from agentlasso.domain.grades import (
     CaseResult,
     CheckResult,
     Gate,
@@ -12,13 +12,13 @@ from app.domain.results import (
     ToolCall,
     UngradedItem,
 )
-from app.grading.case import grade_case
-from app.grading.gate import decide_gate, run_gate, settled_status
-from app.grading.judge_checks import EXPECTATION_ID, JudgeRequest, judge_requests
-from app.grading.patterns import regex_compile_error
-from app.grading.plan import plan_case
-from app.grading.tool_calls import normalise_tool_calls
-from app.grading.wire import observation_from_wire
+from agentlasso.grading.case import grade_case
+from agentlasso.grading.gate import decide_gate, run_gate, settled_status
+from agentlasso.grading.judge_checks import EXPECTATION_ID, JudgeRequest, judge_requests
+from agentlasso.grading.observations import observation_from_wire
+from agentlasso.grading.patterns import regex_compile_error
+from agentlasso.grading.plan import plan_case
+from agentlasso.grading.tool_calls import normalise_tool_calls
 
 __all__ = [
     "EXPECTATION_ID",

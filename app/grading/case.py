@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from app.domain.checks import Check, CheckType, type_of
-from app.domain.results import CaseResult, CheckResult, JudgeVerdict, Observation
-from app.domain.test_cases import TestCaseContent
-from app.grading.context import GradingContext, blocking_causes
-from app.grading.judge_checks import EXPECTATION_ID, grade_expectation
-from app.grading.outcomes import failed_as
-from app.grading.plan import CasePlan, expected_output, plan_case
-from app.grading.reasoning import Tally, reasoning_line
-from app.grading.registry import GRADERS
+from agentlasso.domain.checks import Check, CheckType, type_of
+from agentlasso.domain.grades import CaseResult, CheckResult, JudgeVerdict, Observation
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading.context import GradingContext, blocking_causes
+from agentlasso.grading.judge_checks import EXPECTATION_ID, grade_expectation
+from agentlasso.grading.outcomes import failed_as
+from agentlasso.grading.plan import CasePlan, expected_output, plan_case
+from agentlasso.grading.reasoning import Tally, reasoning_line
+from agentlasso.grading.registry import GRADERS
 
 _NO_VERDICTS: Mapping[str, JudgeVerdict] = {}
 

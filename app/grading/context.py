@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from app.domain.results import CheckResult, JudgeVerdict, Observation
-from app.grading.excerpts import name_list
+from agentlasso.domain.grades import CheckResult, JudgeVerdict, Observation
+from agentlasso.grading.excerpts import name_list
 
 _REPLY_MISSING = "The reply was not reported, so this check cannot be verified."
 _TOOLS_MISSING = "The tool calls were not reported, so this check cannot be verified."

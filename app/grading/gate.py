@@ -4,9 +4,9 @@ that passed in the baseline failing now (counted when the run completed)."""
 
 from __future__ import annotations
 
-from app.domain.results import Gate, RunCounts
-from app.domain.runs import Run, RunStatus
-from app.grading.excerpts import count_noun
+from agentlasso.domain.grades import Gate, RunCounts
+from agentlasso.domain.runs import Run, RunStatus
+from agentlasso.grading.excerpts import count_noun
 
 
 def decide_gate(counts: RunCounts, pass_threshold: float) -> Gate:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import msgspec
-
-from app.domain.checks import OutputValidJson
-from app.domain.results import CheckResult
-from app.grading.context import GradingContext
-from app.grading.outcomes import decided
+from agentlasso.domain.checks import OutputValidJson
+from agentlasso.domain.grades import CheckResult
+from agentlasso.grading.context import GradingContext
+from agentlasso.grading.outcomes import decided
 
 
 def grade_output_valid_json(check: OutputValidJson, context: GradingContext) -> CheckResult:

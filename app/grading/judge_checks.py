@@ -10,14 +10,13 @@ import math
 from typing import Literal
 
 import msgspec
-
-from app.domain.checks import LlmJudge
-from app.domain.results import CheckResult, JudgeVerdict, Observation
-from app.domain.test_cases import EvaluationType, TestCaseContent
-from app.grading.context import GradingContext
-from app.grading.excerpts import quoted
-from app.grading.outcomes import judged, not_graded
-from app.grading.plan import expected_output, plan_case
+from agentlasso.domain.checks import LlmJudge
+from agentlasso.domain.grades import CheckResult, JudgeVerdict, Observation
+from agentlasso.domain.test_cases import EvaluationType, TestCaseContent
+from agentlasso.grading.context import GradingContext
+from agentlasso.grading.excerpts import quoted
+from agentlasso.grading.outcomes import judged, not_graded
+from agentlasso.grading.plan import expected_output, plan_case
 
 EXPECTATION_ID = "expectation"
 

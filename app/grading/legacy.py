@@ -14,10 +14,9 @@ item, so a case never silently loses part of what it asked for.
 from __future__ import annotations
 
 import msgspec
-
-from app.domain.checks import Check, OutputNotContains, ToolCalled, assign_check_ids
-from app.domain.results import UngradedItem
-from app.grading.excerpts import shorten
+from agentlasso.domain.checks import Check, OutputNotContains, ToolCalled, assign_check_ids
+from agentlasso.domain.grades import UngradedItem
+from agentlasso.grading.excerpts import shorten
 
 _SOURCE = "evaluation_criteria_json"
 _FREE_TEXT_KEYS = ("semantic_guardrails", "negative_constraints")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.domain.checks import Check, CheckType, Severity
-from app.domain.results import CheckResult
+from agentlasso.domain.checks import Check, CheckType, Severity
+from agentlasso.domain.grades import CheckResult
 
 
 def decided(check: Check, check_type: CheckType, ok: bool, detail: str) -> CheckResult:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from app.domain.checks import Check, assign_check_ids
-from app.domain.results import UngradedItem
-from app.domain.test_cases import TestCaseContent
-from app.grading.legacy import criteria_checks
+from agentlasso.domain.checks import Check, assign_check_ids
+from agentlasso.domain.grades import UngradedItem
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading.legacy import criteria_checks
 
 
 class CasePlan(NamedTuple):

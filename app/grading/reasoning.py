@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from app.domain.results import CheckResult, UngradedItem
-from app.grading.excerpts import count_noun
-from app.grading.plan import CasePlan
+from agentlasso.domain.grades import CheckResult, UngradedItem
+from agentlasso.grading.excerpts import count_noun
+from agentlasso.grading.plan import CasePlan
 
 # Most checks named per group; a case with hundreds of failures still gets one short line.
 _NAMED = 10

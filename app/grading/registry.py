@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, NamedTuple
 
-from app.domain.checks import (
+from agentlasso.domain.checks import (
     Check,
     CheckType,
     LlmJudge,
@@ -21,12 +21,16 @@ from app.domain.checks import (
     ToolOrder,
     type_of,
 )
-from app.domain.results import CheckResult
-from app.grading.context import GradingContext
-from app.grading.json_checks import grade_output_valid_json
-from app.grading.judge_checks import grade_llm_judge
-from app.grading.text_checks import grade_output_contains, grade_output_not_contains
-from app.grading.tool_checks import grade_tool_called, grade_tool_not_called, grade_tool_order
+from agentlasso.domain.grades import CheckResult
+from agentlasso.grading.context import GradingContext
+from agentlasso.grading.json_checks import grade_output_valid_json
+from agentlasso.grading.judge_checks import grade_llm_judge
+from agentlasso.grading.text_checks import grade_output_contains, grade_output_not_contains
+from agentlasso.grading.tool_checks import (
+    grade_tool_called,
+    grade_tool_not_called,
+    grade_tool_order,
+)
 
 Need = Literal["reply", "tool_calls"]
 GradeFunction = Callable[[Any, GradingContext], CheckResult]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from app.domain.checks import OutputContains, OutputNotContains
-from app.domain.results import CheckResult
-from app.grading.context import GradingContext
-from app.grading.excerpts import REPLY_CHARS, around, quoted
-from app.grading.folding import find_folded
-from app.grading.outcomes import decided, not_graded
-from app.grading.patterns import MAX_SEARCH_COST, compile_pattern, search, search_cost
+from agentlasso.domain.checks import OutputContains, OutputNotContains
+from agentlasso.domain.grades import CheckResult
+from agentlasso.grading.context import GradingContext
+from agentlasso.grading.excerpts import REPLY_CHARS, around, quoted
+from agentlasso.grading.folding import find_folded
+from agentlasso.grading.outcomes import decided, not_graded
+from agentlasso.grading.patterns import MAX_SEARCH_COST, compile_pattern, search, search_cost
 
 TextCheck = OutputContains | OutputNotContains
 

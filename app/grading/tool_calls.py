@@ -16,8 +16,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from app.domain.json_nesting import too_deep
-from app.domain.results import ToolCall
+from agentlasso.domain.grades import ToolCall
+from agentlasso.domain.json_nesting import too_deep
 
 # Anthropic content blocks that carry no tool call.
 _NOT_CALLS = frozenset(

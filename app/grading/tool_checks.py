@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from app.domain.checks import ToolCalled, ToolNotCalled, ToolOrder
-from app.domain.results import CheckResult
-from app.grading.context import GradingContext
-from app.grading.excerpts import VALUE_CHARS, count_noun, name_list, shorten
-from app.grading.outcomes import decided
+from agentlasso.domain.checks import ToolCalled, ToolNotCalled, ToolOrder
+from agentlasso.domain.grades import CheckResult
+from agentlasso.grading.context import GradingContext
+from agentlasso.grading.excerpts import VALUE_CHARS, count_noun, name_list, shorten
+from agentlasso.grading.outcomes import decided
 
 
 def grade_tool_called(check: ToolCalled, context: GradingContext) -> CheckResult:

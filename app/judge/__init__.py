@@ -1,16 +1,5 @@
-"""The AI judge: prompts and verdict parsing (pure), and the one client that calls the model."""
+"""The AI judge: prompts and verdicts (pure), the model call, keys, setup, the cache, run judging.
 
-from app.judge.client import NO_JUDGE, JudgeAnswer, JudgeClient, JudgeSettings
-from app.judge.pricing import cost_usd
-from app.judge.prompts import PROMPT_VERSION, JudgeQuestion, cache_key
-
-__all__ = [
-    "NO_JUDGE",
-    "PROMPT_VERSION",
-    "JudgeAnswer",
-    "JudgeClient",
-    "JudgeQuestion",
-    "JudgeSettings",
-    "cache_key",
-    "cost_usd",
-]
+Import the module you need: this package loads nothing on its own, so the API process, which
+reads verdicts and prompts, never loads the model SDK (about 77 MB) that `client` needs.
+"""

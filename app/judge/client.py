@@ -6,13 +6,12 @@ import asyncio
 import time
 
 import msgspec
-
-from app.domain.judging import Usage
-from app.domain.results import JudgeVerdict
-from app.judge.model_calls import Failure, JudgeSettings, ModelCaller, Reply, Tally
-from app.judge.prompts import JudgeQuestion, message_params
-from app.judge.verdicts import VERDICT_TOOL_NAME, read_verdict
-from app.retry_policy import Sleep
+from agentlasso.domain.grades import JudgeVerdict
+from agentlasso.domain.judging import Usage
+from agentlasso.judge.model_calls import Failure, JudgeSettings, ModelCaller, Reply, Tally
+from agentlasso.judge.prompts import JudgeQuestion, message_params
+from agentlasso.judge.verdicts import VERDICT_TOOL_NAME, read_verdict
+from agentlasso.retry_policy import Sleep
 
 NO_JUDGE = "no AI judge is configured: set ANTHROPIC_API_KEY"
 

@@ -11,12 +11,11 @@ from typing import Any, TypeVar
 import anthropic
 import httpx2
 import msgspec
+from agentlasso.domain.judging import Usage
+from agentlasso.judge.verdicts import ModelOutput
+from agentlasso.observability import metrics
+from agentlasso.retry_policy import RetryPolicy, Sleep, retry_after_s
 from anthropic.types import Message, TextBlock, ToolUseBlock
-
-from app.domain.judging import Usage
-from app.judge.verdicts import ModelOutput
-from app.observability import metrics
-from app.retry_policy import RetryPolicy, Sleep, retry_after_s
 
 log = logging.getLogger("agentlasso.judge")
 

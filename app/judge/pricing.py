@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from app.domain.judging import Usage
+from agentlasso.domain.judging import Usage
 
 # Anthropic's multipliers on the input price for prompt-cache reads and 5-minute cache writes.
 CACHE_READ_FACTOR = 0.1

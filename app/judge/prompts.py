@@ -7,9 +7,8 @@ from typing import Any, Literal
 from uuid import UUID
 
 import msgspec
-
-from app.judge.prompt_data import DATA_ESCAPING, fenced
-from app.judge.verdicts import (
+from agentlasso.judge.prompt_data import DATA_ESCAPING, fenced
+from agentlasso.judge.verdicts import (
     VERDICT_SCHEMA_VERSION,
     VERDICT_TOOL_NAME,
     EvaluationType,

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
-
-from app.domain.json_nesting import TOO_DEEP_WORDS, too_deep
-from app.domain.results import JudgeVerdict
+from agentlasso.domain.grades import JudgeVerdict
+from agentlasso.domain.json_nesting import TOO_DEEP_WORDS, too_deep
 
 EvaluationType = Literal["BOOLEAN", "SCORE"]
 

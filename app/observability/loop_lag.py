@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from app.observability import metrics
+from agentlasso.observability import metrics
 
 TICK_S = 0.25
 # The gauge shows the worst lag over this many ticks, so a scrape every 15 s still sees a

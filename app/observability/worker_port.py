@@ -12,8 +12,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 import msgspec
-
-from app.observability import metrics
+from agentlasso.observability import metrics
 
 # A request line and headers beyond this are not a probe's or a scraper's.
 _MAX_REQUEST_BYTES = 8192

@@ -7,17 +7,16 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
-from app.agents import AgentCallResult, check_agent_url
-from app.agents.address_guard import origin_of
-from app.agents.headers import HEADER_NAME, HEADER_VALUE, seal_headers, target_for
-from app.db import agents as agent_rows
-from app.db import projects as project_rows
-from app.db.agents import AgentValues
-from app.domain.agents import Agent
-from app.domain.stored_text import refuse_nul
-from app.errors import FieldError, InvalidInput, NotFound
-from app.services.platform import Platform
+from agentlasso.agents import AgentCallResult, check_agent_url
+from agentlasso.agents.address_guard import origin_of
+from agentlasso.agents.headers import HEADER_NAME, HEADER_VALUE, seal_headers, target_for
+from agentlasso.db import agents as agent_rows
+from agentlasso.db import projects as project_rows
+from agentlasso.db.agents import AgentValues
+from agentlasso.domain.agents import Agent
+from agentlasso.domain.stored_text import refuse_nul
+from agentlasso.errors import FieldError, InvalidInput, NotFound
+from agentlasso.services.platform import Platform
 
 _MISSING = "No agent with this id in your project."
 SANDBOX_SOURCE = "agentlasso-sandbox"

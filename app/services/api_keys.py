@@ -8,11 +8,11 @@ import secrets
 import time
 from uuid import UUID
 
-from app.db import api_keys, projects
-from app.db.pool import Connection, Executor, connect
-from app.domain.web import ApiKeyInfo
-from app.errors import Conflict, NotAuthenticated, NotFound
-from app.services.platform import Platform
+from agentlasso.db import api_keys, projects
+from agentlasso.db.pool import Connection, Executor, connect
+from agentlasso.domain.web import ApiKeyInfo
+from agentlasso.errors import Conflict, NotAuthenticated, NotFound
+from agentlasso.services.platform import Platform
 
 log = logging.getLogger("agentlasso.api_keys")
 

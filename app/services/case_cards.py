@@ -6,13 +6,12 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
-from app.db import case_card_reads
-from app.domain.case_results import StoredResult
-from app.domain.runs import Run
-from app.domain.web import Revision
-from app.services import runs as run_service
-from app.services.platform import Platform
+from agentlasso.db import case_card_reads
+from agentlasso.domain.case_results import StoredResult
+from agentlasso.domain.runs import Run
+from agentlasso.domain.web import Revision
+from agentlasso.services import runs as run_service
+from agentlasso.services.platform import Platform
 
 
 class CaseCard(msgspec.Struct, frozen=True, kw_only=True):

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from app.db import case_drafts as draft_rows
-from app.db import datasets as dataset_rows
-from app.domain.case_drafts import (
+from agentlasso.db import case_drafts as draft_rows
+from agentlasso.db import datasets as dataset_rows
+from agentlasso.domain.case_drafts import (
     CATEGORIES,
     Candidate,
     CaseDraft,
@@ -18,10 +18,10 @@ from app.domain.case_drafts import (
     DraftStatus,
     GenerationRecord,
 )
-from app.domain.test_cases import TestCase, TestCaseContent
-from app.errors import Conflict, NotFound
-from app.services.platform import Platform
-from app.services.test_cases import (
+from agentlasso.domain.test_cases import TestCase, TestCaseContent
+from agentlasso.errors import Conflict, NotFound
+from agentlasso.services.platform import Platform
+from agentlasso.services.test_cases import (
     ContentWarning,
     add_test_case,
     prepare_content,

@@ -14,13 +14,11 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import msgspec
-from redis.exceptions import RedisError
-
-from app.db import agents as agent_rows
-from app.db import case_drafts as draft_rows
-from app.db import datasets as dataset_rows
-from app.domain.agents import Agent
-from app.domain.case_drafts import (
+from agentlasso.db import agents as agent_rows
+from agentlasso.db import case_drafts as draft_rows
+from agentlasso.db import datasets as dataset_rows
+from agentlasso.domain.agents import Agent
+from agentlasso.domain.case_drafts import (
     AgentProfile,
     Candidate,
     CaseDraft,
@@ -28,14 +26,15 @@ from app.domain.case_drafts import (
     GenerationRecord,
     ToolSpec,
 )
-from app.domain.datasets import Dataset
-from app.domain.stored_text import refuse_nul
-from app.errors import Conflict, FieldError, InvalidInput, NotFound, TooManyRequests
-from app.services.case_drafts import draft_or_missing, draft_rows_of, pending_or_conflict
-from app.services.platform import Platform
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.stored_text import refuse_nul
+from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound, TooManyRequests
+from agentlasso.services.case_drafts import draft_or_missing, draft_rows_of, pending_or_conflict
+from agentlasso.services.platform import Platform
+from redis.exceptions import RedisError
 
 if TYPE_CHECKING:
-    from app.services.case_writing import GenerationRun
+    from agentlasso.services.case_writing import GenerationRun
 
 log = logging.getLogger("agentlasso.generation")
 
@@ -127,7 +126,7 @@ async def _open(
     """A generation with the project's model (Conflict when it has none), counted against its
     quota before the dataset's inputs are read and indexed for it."""
     # Loaded on first use: the model SDK costs an API process some 77 MB.
-    from app.services.case_writing import open_generation, writer_for
+    from agentlasso.services.case_writing import open_generation, writer_for
 
     writer, server_key = await writer_for(platform, project_id)
     try:

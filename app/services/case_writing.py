@@ -13,24 +13,23 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
-from app.coordination.server_spend import seconds_to_next_day
-from app.db import case_drafts as draft_rows
-from app.domain.case_drafts import AgentProfile, Candidate, Discarded, GenerationRecord, Slot
-from app.domain.datasets import Dataset
-from app.domain.judging import Usage
-from app.engine.judge_calls import priced_usd
-from app.engine.judge_clients import JudgeClients
-from app.errors import Conflict, TooManyRequests, Unavailable
-from app.judge.candidates import balanced_slots
-from app.judge.case_prompts import GENERATION_PROMPT_VERSION, GenerationInput
-from app.judge.case_writer import Asked, CaseWriter
-from app.judge.model_calls import Failure
-from app.judge.near_duplicates import SeenInputs, input_text
-from app.judge.pricing import cost_usd
-from app.observability import metrics
-from app.services.platform import Platform
-from app.services.test_cases import content_problems
+from agentlasso.coordination.server_spend import seconds_to_next_day
+from agentlasso.db import case_drafts as draft_rows
+from agentlasso.domain.case_drafts import AgentProfile, Candidate, Discarded, GenerationRecord, Slot
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.judging import Usage
+from agentlasso.errors import Conflict, TooManyRequests, Unavailable
+from agentlasso.generation.candidates import balanced_slots
+from agentlasso.generation.near_duplicates import SeenInputs, input_text
+from agentlasso.generation.prompts import GENERATION_PROMPT_VERSION, GenerationInput
+from agentlasso.generation.writer import Asked, CaseWriter
+from agentlasso.judge.calls import priced_usd
+from agentlasso.judge.keys import JudgeClients
+from agentlasso.judge.model_calls import Failure
+from agentlasso.judge.pricing import cost_usd
+from agentlasso.observability import metrics
+from agentlasso.services.platform import Platform
+from agentlasso.services.test_cases import content_problems
 
 NO_MODEL_KEY = (
     "No model is configured to generate cases: set the project's Anthropic API key under "

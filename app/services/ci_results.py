@@ -8,26 +8,25 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
-
-from app.coordination.run_watch import Subscription
-from app.db import case_results, pinned_cases, run_counts, run_gates
-from app.db import chunks as chunk_rows
-from app.db import runs as run_rows
-from app.db.pool import Connection
-from app.domain.case_results import NewResult, Reported, StoredResult
-from app.domain.results import CaseResult
-from app.domain.runs import ChunkRef, Counters, Run
-from app.domain.stored_text import nul_problems
-from app.domain.test_cases import PinnedCase, TestCaseContent
-from app.engine.grading_pool import batch_budget_s, grade_off_loop
-from app.engine.judging import immediate_verdicts
-from app.engine.run_settling import settle_run
-from app.errors import Conflict, FieldError, InvalidInput, NotFound
-from app.grading import grade_case, observation_from_wire
-from app.off_loop import off_loop_when_many
-from app.queue import enqueue_quietly
-from app.services import judge_settings
-from app.services.platform import Platform
+from agentlasso.coordination.run_watch import Subscription
+from agentlasso.db import case_results, pinned_cases, run_counts, run_gates
+from agentlasso.db import chunks as chunk_rows
+from agentlasso.db import runs as run_rows
+from agentlasso.db.pool import Connection
+from agentlasso.domain.case_results import NewResult, Reported, StoredResult
+from agentlasso.domain.grades import CaseResult
+from agentlasso.domain.runs import ChunkRef, Counters, Run
+from agentlasso.domain.stored_text import nul_problems
+from agentlasso.domain.test_cases import PinnedCase, TestCaseContent
+from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound
+from agentlasso.grading import grade_case, observation_from_wire
+from agentlasso.judge.judging import immediate_verdicts
+from agentlasso.off_loop import off_loop_when_many
+from agentlasso.queue import enqueue_quietly
+from agentlasso.services import judge_settings
+from agentlasso.services.grading_pool import batch_budget_s, grade_off_loop
+from agentlasso.services.platform import Platform
+from agentlasso.services.run_settling import settle_run
 
 # A client may ask to wait longer than the server's default, up to this.
 MAX_JUDGE_WAIT_S = 120

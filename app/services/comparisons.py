@@ -6,12 +6,11 @@ from __future__ import annotations
 from uuid import UUID
 
 import msgspec
-
-from app.db import case_results
-from app.db import comparisons as comparison_rows
-from app.db import flaky_cases as flaky_rows
-from app.domain.case_results import StoredResult, TrialSummary
-from app.domain.comparisons import (
+from agentlasso.db import case_results
+from agentlasso.db import comparisons as comparison_rows
+from agentlasso.db import flaky_cases as flaky_rows
+from agentlasso.domain.case_results import StoredResult, TrialSummary
+from agentlasso.domain.comparisons import (
     BUCKETS,
     Bucket,
     ComparedCase,
@@ -19,11 +18,11 @@ from app.domain.comparisons import (
     Comparison,
     FlakyCase,
 )
-from app.domain.runs import Run
-from app.errors import Conflict, FieldError, InvalidInput, NotFound
-from app.services.datasets import get_dataset
-from app.services.platform import Platform
-from app.services.runs import get_run
+from agentlasso.domain.runs import Run
+from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound
+from agentlasso.services.datasets import get_dataset
+from agentlasso.services.platform import Platform
+from agentlasso.services.runs import get_run
 
 
 class ComparisonPage(msgspec.Struct, frozen=True, kw_only=True):

@@ -6,15 +6,14 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
-from app.db import datasets as dataset_rows
-from app.domain.datasets import Dataset
-from app.domain.runs import FINAL_STATUSES
-from app.domain.stored_text import refuse_nul
-from app.domain.web import DatasetSummary, LastRun
-from app.engine.run_settling import settle_run
-from app.errors import Conflict, NotFound
-from app.services.platform import Platform
+from agentlasso.db import datasets as dataset_rows
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.runs import FINAL_STATUSES
+from agentlasso.domain.stored_text import refuse_nul
+from agentlasso.domain.web import DatasetSummary, LastRun
+from agentlasso.errors import Conflict, NotFound
+from agentlasso.services.platform import Platform
+from agentlasso.services.run_settling import settle_run
 
 _MISSING = "No dataset with this id in your project."
 # A refused delete names this many of the runs in the way.

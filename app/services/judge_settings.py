@@ -7,12 +7,11 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
-from app.db import projects
-from app.domain.judging import ProjectJudge, judge_key_owner
-from app.errors import FieldError, InvalidInput
-from app.secrets_box import seal
-from app.services.platform import Platform
+from agentlasso.db import projects
+from agentlasso.domain.judging import ProjectJudge, judge_key_owner
+from agentlasso.errors import FieldError, InvalidInput
+from agentlasso.secrets_box import seal
+from agentlasso.services.platform import Platform
 
 NO_KEY = "No key to test: set the project's Anthropic API key (or the server's ANTHROPIC_API_KEY)."
 # Visible ASCII without spaces: what an API key is, and what an HTTP header can carry (the
@@ -106,7 +105,7 @@ async def try_judge_key(platform: Platform, project_id: UUID) -> KeyTest:
     view = _view(platform, await projects.judge_settings(platform.pool, project_id))
     if not view.judge_configured:
         return KeyTest(ok=False, model=view.effective_model, detail=NO_KEY)
-    from app.engine.judge_clients import JudgeClients  # loads the model SDK: only when asked
+    from agentlasso.judge.keys import JudgeClients  # loads the model SDK: only when asked
 
     await platform.limits.take_preview_calls(project_id, 1, "this key test")
     clients = JudgeClients(platform.settings, platform.pool, platform.secret_key)

@@ -6,15 +6,14 @@ from typing import get_args
 from uuid import UUID
 
 import asyncpg
-
-from app import queue
-from app.db import runs as run_rows
-from app.db import traces as trace_rows
-from app.db import workers as worker_rows
-from app.db.workers import WorkerRow
-from app.domain.runs import FINAL_STATUSES, RunStatus
-from app.observability import metrics
-from app.queue import QueueConnection
+from agentlasso import queue
+from agentlasso.db import runs as run_rows
+from agentlasso.db import traces as trace_rows
+from agentlasso.db import workers as worker_rows
+from agentlasso.db.workers import WorkerRow
+from agentlasso.domain.runs import FINAL_STATUSES, RunStatus
+from agentlasso.observability import metrics
+from agentlasso.queue import QueueConnection
 
 _ACTIVE_STATUSES = [status for status in get_args(RunStatus) if status not in FINAL_STATUSES]
 # A worker beats every few seconds; one not heard from for this long is not listed as live.

@@ -5,15 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import asyncpg
-
-from app.agents import AgentClient
-from app.config import Settings
-from app.coordination.rate_limits import TokenBucket
-from app.coordination.run_watch import RunWatcher
-from app.coordination.server_spend import ServerKeySpend
-from app.queue import QueueConnection
-from app.services.preview_judge import PreviewJudge
-from app.services.request_limits import RequestLimits
+from agentlasso.agents import AgentClient
+from agentlasso.config import Settings
+from agentlasso.coordination.rate_limits import TokenBucket
+from agentlasso.coordination.run_watch import RunWatcher
+from agentlasso.coordination.server_spend import ServerKeySpend
+from agentlasso.judge.preview import PreviewJudge
+from agentlasso.queue import QueueConnection
+from agentlasso.services.request_limits import RequestLimits
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,19 +13,18 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
-from app.agents import AgentCallResult
-from app.domain.judging import JudgeRecord
-from app.domain.results import CaseResult, JudgeVerdict, Observation
-from app.domain.test_cases import TestCaseContent
-from app.engine.grading_pool import grade_off_loop
-from app.engine.judging import NO_JUDGE
-from app.errors import Conflict
-from app.grading import JudgeRequest, grade_case, judge_requests, observation_from_wire
-from app.services import judge_settings
-from app.services.agents import PREVIEW_SOURCE, call_agent_once, default_agent
-from app.services.platform import Platform
-from app.services.test_cases import get_test_case, prepare_content
+from agentlasso.agents import AgentCallResult
+from agentlasso.domain.grades import CaseResult, JudgeVerdict, Observation
+from agentlasso.domain.judging import JudgeRecord
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.errors import Conflict
+from agentlasso.grading import JudgeRequest, grade_case, judge_requests, observation_from_wire
+from agentlasso.judge.judging import NO_JUDGE
+from agentlasso.services import judge_settings
+from agentlasso.services.agents import PREVIEW_SOURCE, call_agent_once, default_agent
+from agentlasso.services.grading_pool import grade_off_loop
+from agentlasso.services.platform import Platform
+from agentlasso.services.test_cases import get_test_case, prepare_content
 
 NO_AGENT = (
     "No agent is registered for this project: register it under Settings, Your agent, or "

@@ -14,12 +14,11 @@ import math
 from collections.abc import Awaitable, Callable
 from uuid import UUID
 
+from agentlasso.config import Settings
+from agentlasso.coordination.rate_limits import TokenBucket, take_together
+from agentlasso.errors import TooManyRequests
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
-
-from app.config import Settings
-from app.coordination.rate_limits import TokenBucket, take_together
-from app.errors import TooManyRequests
 
 log = logging.getLogger("agentlasso.limits")
 

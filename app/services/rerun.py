@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from app.domain.runs import Run
-from app.errors import Conflict
-from app.services import agents as agent_service
-from app.services.platform import Platform
-from app.services.runs import get_run
-from app.services.start_run import NewRun, start_run
+from agentlasso.domain.runs import Run
+from agentlasso.errors import Conflict
+from agentlasso.services import agents as agent_service
+from agentlasso.services.platform import Platform
+from agentlasso.services.runs import get_run
+from agentlasso.services.start_run import NewRun, start_run
 
 
 async def run_again(

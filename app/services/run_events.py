@@ -6,9 +6,9 @@ import asyncio
 from collections.abc import AsyncIterator
 from uuid import UUID
 
-from app.domain.runs import Run
-from app.services.platform import Platform
-from app.services.runs import get_run
+from agentlasso.domain.runs import Run
+from agentlasso.services.platform import Platform
+from agentlasso.services.runs import get_run
 
 KEEPALIVE_S = 15.0
 # Progress goes out at most this often to one client, however many workers report.

@@ -6,18 +6,17 @@ import asyncio
 from uuid import UUID
 
 import msgspec
-
-from app.db import case_results, result_rows, run_gates
-from app.db import runs as run_rows
-from app.db import test_cases as case_rows
-from app.domain.case_results import StoredResult, TrialSummary
-from app.domain.results import Gate
-from app.domain.runs import Run
-from app.domain.web import ResultFilter, ResultRow, Revision
-from app.engine.run_settling import settle_if_due
-from app.errors import NotFound
-from app.grading import run_gate
-from app.services.platform import Platform
+from agentlasso.db import case_results, result_rows, run_gates
+from agentlasso.db import runs as run_rows
+from agentlasso.db import test_cases as case_rows
+from agentlasso.domain.case_results import StoredResult, TrialSummary
+from agentlasso.domain.grades import Gate
+from agentlasso.domain.runs import Run
+from agentlasso.domain.web import ResultFilter, ResultRow, Revision
+from agentlasso.errors import NotFound
+from agentlasso.grading import run_gate
+from agentlasso.services.platform import Platform
+from agentlasso.services.run_settling import settle_if_due
 
 _MISSING = "No run with this id in your project."
 

@@ -14,22 +14,21 @@ from collections.abc import AsyncIterator
 from uuid import UUID
 
 import msgspec
-
-from app.db import agents as agent_rows
-from app.db import chunks as chunk_rows
-from app.db import datasets as dataset_rows
-from app.db import pinned_cases as pinned_rows
-from app.db import run_gates
-from app.db import runs as run_rows
-from app.db.pool import Connection
-from app.db.runs import RunInsert
-from app.domain.datasets import Dataset
-from app.domain.runs import ChunkRef, Run, RunGate, lanes_for
-from app.domain.stored_text import refuse_nul
-from app.domain.test_cases import PinnedCase
-from app.errors import Conflict, FieldError, InvalidInput, NotFound, TooManyRequests
-from app.queue import enqueue_quietly
-from app.services.platform import Platform
+from agentlasso.db import agents as agent_rows
+from agentlasso.db import chunks as chunk_rows
+from agentlasso.db import datasets as dataset_rows
+from agentlasso.db import pinned_cases as pinned_rows
+from agentlasso.db import run_gates
+from agentlasso.db import runs as run_rows
+from agentlasso.db.pool import Connection
+from agentlasso.db.runs import RunInsert
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.runs import ChunkRef, Run, RunGate, lanes_for
+from agentlasso.domain.stored_text import refuse_nul
+from agentlasso.domain.test_cases import PinnedCase
+from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound, TooManyRequests
+from agentlasso.queue import enqueue_quietly
+from agentlasso.services.platform import Platform
 
 DEFAULT_CONCURRENCY = 50
 BAD_BASELINE = "The baseline must be a completed run of the same dataset, in your project."

@@ -7,20 +7,19 @@ from collections.abc import Callable
 from uuid import UUID
 
 import msgspec
-
-from app.db import case_results as result_rows
-from app.db import datasets as dataset_rows
-from app.db import test_cases as case_rows
-from app.db.pool import Connection
-from app.domain.checks import OutputContains, OutputNotContains, assign_check_ids
-from app.domain.checks import duplicate_check_ids as find_duplicate_ids
-from app.domain.datasets import Dataset
-from app.domain.stored_text import nul_problems
-from app.domain.test_cases import TestCase, TestCaseContent
-from app.domain.web import CaseFilter, Revision
-from app.errors import Conflict, FieldError, InvalidInput, NotFound, StaleRevision
-from app.grading import EXPECTATION_ID, regex_compile_error
-from app.services.platform import Platform
+from agentlasso.db import case_results as result_rows
+from agentlasso.db import datasets as dataset_rows
+from agentlasso.db import test_cases as case_rows
+from agentlasso.db.pool import Connection
+from agentlasso.domain.checks import OutputContains, OutputNotContains, assign_check_ids
+from agentlasso.domain.checks import duplicate_check_ids as find_duplicate_ids
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.stored_text import nul_problems
+from agentlasso.domain.test_cases import TestCase, TestCaseContent
+from agentlasso.domain.web import CaseFilter, Revision
+from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound, StaleRevision
+from agentlasso.grading import EXPECTATION_ID, regex_compile_error
+from agentlasso.services.platform import Platform
 
 
 class ContentWarning(msgspec.Struct, frozen=True):

@@ -10,15 +10,14 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 import msgspec
-
-from app.config import Settings
-from app.db import shown_spans, trace_lists
-from app.db import traces as trace_rows
-from app.db.trace_lists import TraceFilters
-from app.db.traces import TraceRow
-from app.domain.checks import Check
-from app.domain.test_cases import TestCase, TestCaseContent
-from app.errors import (
+from agentlasso.config import Settings
+from agentlasso.db import shown_spans, trace_lists
+from agentlasso.db import traces as trace_rows
+from agentlasso.db.trace_lists import TraceFilters
+from agentlasso.db.traces import TraceRow
+from agentlasso.domain.checks import Check
+from agentlasso.domain.test_cases import TestCase, TestCaseContent
+from agentlasso.errors import (
     BodyTooLarge,
     Conflict,
     FieldError,
@@ -27,11 +26,11 @@ from app.errors import (
     NotFound,
     UnsupportedMediaType,
 )
-from app.services.platform import Platform
-from app.services.test_cases import ContentWarning, create_test_case
-from app.traces.cases import case_input, suggested_checks
-from app.traces.limits import LimitExceeded
-from app.traces.otlp import (
+from agentlasso.services.platform import Platform
+from agentlasso.services.test_cases import ContentWarning, create_test_case
+from agentlasso.traces.cases import case_input, suggested_checks
+from agentlasso.traces.limits import LimitExceeded
+from agentlasso.traces.otlp import (
     Encoding,
     Intake,
     OtlpError,
@@ -40,9 +39,9 @@ from app.traces.otlp import (
     decompressed,
     encoding_of,
 )
-from app.traces.spans import Span
-from app.traces.summary_cuts import cut_mark
-from app.traces.trace_limits import trace_limits
+from agentlasso.traces.spans import Span
+from agentlasso.traces.summary_cuts import cut_mark
+from agentlasso.traces.trace_limits import trace_limits
 
 # A request over this size is checked on a thread, leaving the event loop to other requests
 # (a few KB can hold a few thousand values); two at a time, so that a flood of checks never

@@ -10,13 +10,12 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
-
-from app.db import datasets as dataset_rows
-from app.db import test_cases as case_rows
-from app.db.pool import Connection
-from app.domain.json_nesting import TOO_DEEP, too_deep
-from app.domain.test_cases import TestCaseContent, TestCaseImportLine
-from app.errors import (
+from agentlasso.db import datasets as dataset_rows
+from agentlasso.db import test_cases as case_rows
+from agentlasso.db.pool import Connection
+from agentlasso.domain.json_nesting import TOO_DEEP, too_deep
+from agentlasso.domain.test_cases import TestCaseContent, TestCaseImportLine
+from agentlasso.errors import (
     BodyTooLarge,
     FieldError,
     InvalidInput,
@@ -24,8 +23,8 @@ from app.errors import (
     NotFound,
     field_error_from_msgspec,
 )
-from app.services.platform import Platform
-from app.services.test_cases import content_problems, count_new_cases, prepare_content
+from agentlasso.services.platform import Platform
+from agentlasso.services.test_cases import content_problems, count_new_cases, prepare_content
 
 COPY_BATCH = 5_000
 EXPORT_PAGE = 1_000

@@ -12,13 +12,12 @@ from datetime import timedelta
 from uuid import UUID
 
 import msgspec
-
-from app.db import web_sessions as session_rows
-from app.db.pool import Executor
-from app.domain.web import WebSession
-from app.errors import NotAuthenticated
-from app.services.api_keys import live_key
-from app.services.platform import Platform
+from agentlasso.db import web_sessions as session_rows
+from agentlasso.db.pool import Executor
+from agentlasso.domain.web import WebSession
+from agentlasso.errors import NotAuthenticated
+from agentlasso.services.api_keys import live_key
+from agentlasso.services.platform import Platform
 
 # A session lives this long after its last use, and never longer than LIFETIME in all.
 IDLE = timedelta(hours=12)

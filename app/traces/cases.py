@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.domain.checks import Check, ToolCalled, ToolOrder
+from agentlasso.domain.checks import Check, ToolCalled, ToolOrder
 
 # A tool order check lists at most this many calls (the check's own limit).
 _MAX_ORDERED_TOOLS = 100

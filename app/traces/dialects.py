@@ -6,8 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import msgspec
-
-from app.traces.messages import (
+from agentlasso.traces.messages import (
     Message,
     event_messages,
     indexed_messages,
@@ -15,8 +14,8 @@ from app.traces.messages import (
     openinference_messages,
     system_messages,
 )
-from app.traces.spans import STATUS_ERROR, Span, SpanEvent
-from app.traces.values import (
+from agentlasso.traces.spans import STATUS_ERROR, Span, SpanEvent
+from agentlasso.traces.values import (
     count_or_none,
     json_or_text,
     structure_or_text,

@@ -6,9 +6,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
-
-from app.traces.spans import SpanEvent
-from app.traces.values import (
+from agentlasso.traces.spans import SpanEvent
+from agentlasso.traces.values import (
     indexed_groups,
     json_text,
     structure,

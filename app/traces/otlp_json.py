@@ -10,10 +10,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import msgspec
-
-from app.traces.limits import LimitExceeded, TraceLimits, ValueCounter
-from app.traces.span_ids import Ids, known, refusal
-from app.traces.spans import Span, SpanEvent
+from agentlasso.traces.limits import LimitExceeded, TraceLimits, ValueCounter
+from agentlasso.traces.span_ids import Ids, known, refusal
+from agentlasso.traces.spans import Span, SpanEvent
 
 # An attribute nested deeper than this (a kvlist in a list in ...) is cut there: the API
 # refuses what nests deeper than its limit, which is at most this.

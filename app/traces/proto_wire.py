@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from app.traces.limits import ValueCounter
+from agentlasso.traces.limits import ValueCounter
 
 # Wire types (the low three bits of a tag).
 _VARINT, _FIXED64, _LENGTH, _FIXED32 = 0, 1, 2, 5

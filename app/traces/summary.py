@@ -6,12 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-
-from app.traces.messages import Message
-from app.traces.spans import Span
-from app.traces.tool_calls import TraceToolCall, tool_calls
-from app.traces.tree import ReadSpan, read_trace
-from app.traces.values import json_text
+from agentlasso.traces.messages import Message
+from agentlasso.traces.spans import Span
+from agentlasso.traces.tool_calls import TraceToolCall, tool_calls
+from agentlasso.traces.tree import ReadSpan, read_trace
+from agentlasso.traces.values import json_text
 
 __all__ = ["TraceMessage", "TraceSummary", "TraceToolCall", "TraceUsage", "summarise"]
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import msgspec
-
-from app.traces.limits import TraceLimits
-from app.traces.spans import Span
-from app.traces.summary import TraceMessage, TraceSummary, TraceToolCall
-from app.traces.values import json_text
+from agentlasso.traces.limits import TraceLimits
+from agentlasso.traces.spans import Span
+from agentlasso.traces.summary import TraceMessage, TraceSummary, TraceToolCall
+from agentlasso.traces.values import json_text
 
 # A summary lists at most this many of its cuts, then how many more there were.
 _CUTS_NAMED = 10

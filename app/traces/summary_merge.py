@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-
-from app.traces.summary import TraceSummary, TraceToolCall, TraceUsage
+from agentlasso.traces.summary import TraceSummary, TraceToolCall, TraceUsage
 
 
 def merged(before: TraceSummary, new: TraceSummary) -> TraceSummary:

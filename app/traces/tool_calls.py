@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-
-from app.traces.messages import ToolRequest
-from app.traces.tree import ReadSpan
-from app.traces.values import structure_or_text
+from agentlasso.traces.messages import ToolRequest
+from agentlasso.traces.tree import ReadSpan
+from agentlasso.traces.values import structure_or_text
 
 
 class TraceToolCall(msgspec.Struct, frozen=True, kw_only=True):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.config import Settings
-from app.traces.limits import TraceLimits
+from agentlasso.config import Settings
+from agentlasso.traces.limits import TraceLimits
 
 
 def trace_limits(settings: Settings) -> TraceLimits:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import msgspec
-
-from app.traces.dialects import SpanReading, read_span
-from app.traces.spans import Span
+from agentlasso.traces.dialects import SpanReading, read_span
+from agentlasso.traces.spans import Span
 
 
 class ReadSpan(msgspec.Struct, frozen=True, kw_only=True):

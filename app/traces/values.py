@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-
-from app.domain.json_nesting import too_deep
+from agentlasso.domain.json_nesting import too_deep
 
 # Python refuses to print integers past 4300 digits; nothing sensible is that long anyway.
 _LARGEST_SHOWN = 10**18

@@ -7,11 +7,10 @@ import json
 from typing import Any
 
 import msgspec
-
-from app.agents import AgentCallResult
-from app.domain.case_results import StoredResult
-from app.domain.results import Observation
-from app.grading import observation_from_wire
+from agentlasso.agents import AgentCallResult
+from agentlasso.domain.case_results import StoredResult
+from agentlasso.domain.grades import Observation
+from agentlasso.grading import observation_from_wire
 
 
 def observed(call: AgentCallResult) -> Observation:

@@ -6,23 +6,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentlasso.domain.case_results import StoredResult
+from agentlasso.domain.grades import Observation
+from agentlasso.domain.judging import JudgeRecord
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading.plan import expected_output, plan_case
+from agentlasso.http.auth import PlatformDep
+from agentlasso.http.pagination import parse_id
+from agentlasso.services import case_cards as card_service
+from agentlasso.web.agent_reply import observation_of, what_the_agent_did
+from agentlasso.web.case_form import PRODUCT_NAMES
+from agentlasso.web.highlight import checks_that_matched, marked_reply
+from agentlasso.web.rendering import page
+from agentlasso.web.sessions import session_of
+from agentlasso.web.word_diff import word_diff
 from litestar import Controller, Request, Response, get
 from litestar.params import FromPath, FromQuery
-
-from app.api.auth import PlatformDep
-from app.api.pagination import parse_id
-from app.domain.case_results import StoredResult
-from app.domain.judging import JudgeRecord
-from app.domain.results import Observation
-from app.domain.test_cases import TestCaseContent
-from app.grading.plan import expected_output, plan_case
-from app.services import case_cards as card_service
-from app.web.agent_reply import observation_of, what_the_agent_did
-from app.web.case_form import PRODUCT_NAMES
-from app.web.highlight import checks_that_matched, marked_reply
-from app.web.rendering import page
-from app.web.sessions import session_of
-from app.web.word_diff import word_diff
 
 
 class CaseCardPages(Controller):

@@ -9,30 +9,29 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.test_cases import TestCase, TestCaseContent
+from agentlasso.domain.web import Revision
+from agentlasso.errors import Conflict, InvalidInput, StaleRevision, TooManyRequests
+from agentlasso.grading.patterns import regex_compile_error
+from agentlasso.http.auth import PlatformDep
+from agentlasso.http.pagination import parse_id
+from agentlasso.services import preview as preview_service
+from agentlasso.services import runs as run_service
+from agentlasso.services import test_cases as case_service
+from agentlasso.services.platform import Platform
+from agentlasso.web import case_form
+from agentlasso.web.agent_reply import pasted_fields, what_the_agent_did
+from agentlasso.web.case_form import PRODUCT_NAMES, CaseForm
+from agentlasso.web.forms import json_problem, text
+from agentlasso.web.objects import case_and_dataset_named, case_named, dataset_named
+from agentlasso.web.once import new_form_id, once
+from agentlasso.web.page_limits import with_retry_after
+from agentlasso.web.rendering import page, redirect
+from agentlasso.web.server_timing import spent
+from agentlasso.web.sessions import session_of
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath, FromQuery
-
-from app.api.auth import PlatformDep
-from app.api.pagination import parse_id
-from app.domain.datasets import Dataset
-from app.domain.test_cases import TestCase, TestCaseContent
-from app.domain.web import Revision
-from app.errors import Conflict, InvalidInput, StaleRevision, TooManyRequests
-from app.grading.patterns import regex_compile_error
-from app.services import preview as preview_service
-from app.services import runs as run_service
-from app.services import test_cases as case_service
-from app.services.platform import Platform
-from app.web import case_form
-from app.web.agent_reply import pasted_fields, what_the_agent_did
-from app.web.case_form import PRODUCT_NAMES, CaseForm
-from app.web.forms import json_problem, text
-from app.web.objects import case_and_dataset_named, case_named, dataset_named
-from app.web.once import new_form_id, once
-from app.web.page_limits import with_retry_after
-from app.web.rendering import page, redirect
-from app.web.server_timing import spent
-from app.web.sessions import session_of
 
 HISTORY_SHOWN = 50
 # Where the editor posts, when a page other than a case's own opens it (request.state).

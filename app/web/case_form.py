@@ -13,13 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-
-from app.api.test_cases import TestCaseCreate
-from app.domain.checks import CHECK_TYPES, CheckType
-from app.domain.test_cases import TestCaseContent
-from app.errors import FieldError, field_error_from_msgspec
-from app.grading.legacy import criteria_checks
-from app.web.forms import in_words, json_problem, parsed_json
+from agentlasso.api.test_cases import TestCaseCreate
+from agentlasso.domain.checks import CHECK_TYPES, CheckType
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.errors import FieldError, field_error_from_msgspec
+from agentlasso.grading.legacy import criteria_checks
+from agentlasso.web.forms import in_words, json_problem, parsed_json
 
 # The names people know the check types by (the product's and the contract's).
 PRODUCT_NAMES: dict[CheckType, str] = {

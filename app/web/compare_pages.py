@@ -9,27 +9,26 @@ from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
+from agentlasso.domain.case_results import StoredResult
+from agentlasso.domain.comparisons import BUCKETS, Bucket, ComparedCase
+from agentlasso.domain.grades import CheckResult
+from agentlasso.domain.runs import Run
+from agentlasso.domain.web import Revision
+from agentlasso.errors import Conflict
+from agentlasso.http.auth import PlatformDep
+from agentlasso.http.pagination import decode_compared_cursor, encode_compared_cursor, parse_id
+from agentlasso.services import comparisons as comparison_service
+from agentlasso.services import datasets as dataset_service
+from agentlasso.services import runs as run_service
+from agentlasso.services.platform import Platform
+from agentlasso.web.agent_reply import observation_of, what_the_agent_did
+from agentlasso.web.case_form import PRODUCT_NAMES
+from agentlasso.web.rendering import page, percent, when
+from agentlasso.web.sessions import session_of
+from agentlasso.web.tool_alignment import align_tool_calls
+from agentlasso.web.word_diff import word_diff
 from litestar import Controller, Request, Response, get
 from litestar.params import FromPath
-
-from app.api.auth import PlatformDep
-from app.api.pagination import decode_compared_cursor, encode_compared_cursor, parse_id
-from app.domain.case_results import StoredResult
-from app.domain.comparisons import BUCKETS, Bucket, ComparedCase
-from app.domain.results import CheckResult
-from app.domain.runs import Run
-from app.domain.web import Revision
-from app.errors import Conflict
-from app.services import comparisons as comparison_service
-from app.services import datasets as dataset_service
-from app.services import runs as run_service
-from app.services.platform import Platform
-from app.web.agent_reply import observation_of, what_the_agent_did
-from app.web.case_form import PRODUCT_NAMES
-from app.web.rendering import page, percent, when
-from app.web.sessions import session_of
-from app.web.tool_alignment import align_tool_calls
-from app.web.word_diff import word_diff
 
 # Each case carries both replies, a diff and two verdict lists: a short page stays quick.
 PAGE_SIZE = 20

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentlasso.http.auth import PlatformDep
+from agentlasso.services import comparisons as comparison_service
+from agentlasso.web.objects import dataset_named
+from agentlasso.web.rendering import page
+from agentlasso.web.sessions import session_of
 from litestar import Request, Response, get
 from litestar.params import FromPath
-
-from app.api.auth import PlatformDep
-from app.services import comparisons as comparison_service
-from app.web.objects import dataset_named
-from app.web.rendering import page
-from app.web.sessions import session_of
 
 RECENT_RUNS = 10
 LISTED = 20

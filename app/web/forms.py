@@ -8,9 +8,8 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import msgspec
-
-from app.domain.json_nesting import TOO_DEEP, too_deep
-from app.errors import FieldError, field_error_from_msgspec
+from agentlasso.domain.json_nesting import TOO_DEEP, too_deep
+from agentlasso.errors import FieldError, field_error_from_msgspec
 
 T = TypeVar("T")
 

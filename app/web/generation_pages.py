@@ -7,28 +7,27 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
+from agentlasso.api.case_drafts import GenerationCreate, ask_of
+from agentlasso.domain.case_drafts import CATEGORIES, CATEGORY_LABELS, CaseDraft
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.errors import Conflict, InvalidInput, NotFound, TooManyRequests, Unavailable
+from agentlasso.http.auth import PlatformDep
+from agentlasso.http.pagination import parse_id
+from agentlasso.http.problems import status_of
+from agentlasso.services import agents as agent_service
+from agentlasso.services import case_drafts as draft_service
+from agentlasso.services import case_generation
+from agentlasso.services import preview as preview_service
+from agentlasso.services.platform import Platform
+from agentlasso.web.case_editor import EDITOR_URL, act, editor_for, preview_view
+from agentlasso.web.case_form import PRODUCT_NAMES
+from agentlasso.web.forms import by_field, checked, json_field, optional_text, text
+from agentlasso.web.objects import dataset_named
+from agentlasso.web.rendering import page, redirect
+from agentlasso.web.sessions import session_of
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath
-
-from app.api.auth import PlatformDep
-from app.api.case_drafts import GenerationCreate, ask_of
-from app.api.pagination import parse_id
-from app.api.problems import status_of
-from app.domain.case_drafts import CATEGORIES, CATEGORY_LABELS, CaseDraft
-from app.domain.datasets import Dataset
-from app.domain.test_cases import TestCaseContent
-from app.errors import Conflict, InvalidInput, NotFound, TooManyRequests, Unavailable
-from app.services import agents as agent_service
-from app.services import case_drafts as draft_service
-from app.services import case_generation
-from app.services import preview as preview_service
-from app.services.platform import Platform
-from app.web.case_editor import EDITOR_URL, act, editor_for, preview_view
-from app.web.case_form import PRODUCT_NAMES
-from app.web.forms import by_field, checked, json_field, optional_text, text
-from app.web.objects import dataset_named
-from app.web.rendering import page, redirect
-from app.web.sessions import session_of
 
 REVIEW_LIMIT = 500
 AGENTS_OFFERED = 100

@@ -13,18 +13,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import NamedTuple
 
+from agentlasso.domain.checks import Check, OutputContains, OutputNotContains
+from agentlasso.domain.grades import CheckResult
+from agentlasso.grading.patterns import MAX_SEARCH_COST, compile_pattern, search_cost
 from markupsafe import Markup, escape
-
-from app.domain.checks import Check, OutputContains, OutputNotContains
-from app.domain.results import CheckResult
-from app.grading.patterns import MAX_SEARCH_COST, compile_pattern, search_cost
 
 TextCheck = OutputContains | OutputNotContains
 Span = tuple[int, int]
 
 # Marks shown in one reply; a page of marks is plenty to see what matched and where.
 MAX_MARKS = 100
-# Characters folded at a time while mapping folded positions back (as app.grading.folding).
+# Characters folded at a time while mapping folded positions back (as agentlasso.grading.folding).
 _CHUNK = 64
 
 

@@ -6,18 +6,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from agentlasso.errors import BodyTooLarge, Conflict, InvalidInput, MalformedBody
+from agentlasso.http.auth import PlatformDep
+from agentlasso.http.problems import status_of
+from agentlasso.services import transfer
+from agentlasso.web.forms import text
+from agentlasso.web.objects import dataset_named
+from agentlasso.web.rendering import page, redirect
+from agentlasso.web.sessions import session_of
 from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import UploadFile
 from litestar.params import FromPath
-
-from app.api.auth import PlatformDep
-from app.api.problems import status_of
-from app.errors import BodyTooLarge, Conflict, InvalidInput, MalformedBody
-from app.services import transfer
-from app.web.forms import text
-from app.web.objects import dataset_named
-from app.web.rendering import page, redirect
-from app.web.sessions import session_of
 
 
 class ImportPages(Controller):

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.test_cases import TestCase
+from agentlasso.http.pagination import parse_id
+from agentlasso.services import datasets as dataset_service
+from agentlasso.services import test_cases as case_service
+from agentlasso.services.platform import Platform
+from agentlasso.web.sessions import session_of
 from litestar import Request
-
-from app.api.pagination import parse_id
-from app.domain.datasets import Dataset
-from app.domain.test_cases import TestCase
-from app.services import datasets as dataset_service
-from app.services import test_cases as case_service
-from app.services.platform import Platform
-from app.web.sessions import session_of
 
 
 async def dataset_named(

@@ -12,8 +12,8 @@ import secrets
 from collections.abc import Awaitable, Callable
 from uuid import UUID
 
-from app.queue import QueueConnection
-from app.services.platform import Platform
+from agentlasso.queue import QueueConnection
+from agentlasso.services.platform import Platform
 
 CLAIM_FOR_S = 3600
 _PENDING = "-"

@@ -15,7 +15,7 @@ import jinja2
 from litestar import Request, Response
 from litestar.enums import MediaType
 
-STATIC_DIR = Path(str(resources.files("app.web") / "static"))
+STATIC_DIR = Path(str(resources.files("agentlasso.web") / "static"))
 HTMX = "vendor/htmx-2.0.11.min.js"
 
 # Same-origin everything: no inline script, no other host. htmx runs under it (its indicator
@@ -39,7 +39,7 @@ PAGE_HEADERS = {
 @functools.cache
 def _environment() -> jinja2.Environment:
     environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("app.web", "templates"),
+        loader=jinja2.PackageLoader("agentlasso.web", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

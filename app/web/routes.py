@@ -6,31 +6,36 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
+from agentlasso.config import Settings
+from agentlasso.errors import AgentLassoError, TooManyRequests, Unavailable
+from agentlasso.http.problems import on_http_error, status_of
+from agentlasso.web.case_cards import CaseCardPages
+from agentlasso.web.case_editor import CaseEditorPages
+from agentlasso.web.compare_pages import ComparePages
+from agentlasso.web.flaky_pages import flaky_cases
+from agentlasso.web.generation_pages import GenerationPages
+from agentlasso.web.import_pages import ImportPages
+from agentlasso.web.page_limits import too_many_requests, within_page_rate
+from agentlasso.web.rendering import PAGE_HEADERS, STATIC_DIR, page, redirect
+from agentlasso.web.run_live import run_live
+from agentlasso.web.run_pages import RunPages
+from agentlasso.web.run_start import RunStartPages
+from agentlasso.web.server_timing import server_timing
+from agentlasso.web.sessions import (
+    ForgedRequest,
+    SignInRequired,
+    check_csrf,
+    require_session,
+    sign_in_url,
+)
+from agentlasso.web.settings_pages import SettingsPages
+from agentlasso.web.sign_in import SignInPages, sign_out
+from agentlasso.web.static_files import cached_when_current
+from agentlasso.web.studio import StudioPages
+from agentlasso.web.trace_pages import TracePages
 from litestar import Request, Response, Router
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.static_files import create_static_files_router
-
-from app.api.problems import on_http_error, status_of
-from app.config import Settings
-from app.errors import AgentLassoError, TooManyRequests, Unavailable
-from app.web.case_cards import CaseCardPages
-from app.web.case_editor import CaseEditorPages
-from app.web.compare_pages import ComparePages
-from app.web.flaky_pages import flaky_cases
-from app.web.generation_pages import GenerationPages
-from app.web.import_pages import ImportPages
-from app.web.page_limits import too_many_requests, within_page_rate
-from app.web.rendering import PAGE_HEADERS, STATIC_DIR, page, redirect
-from app.web.run_live import run_live
-from app.web.run_pages import RunPages
-from app.web.run_start import RunStartPages
-from app.web.server_timing import server_timing
-from app.web.sessions import ForgedRequest, SignInRequired, check_csrf, require_session, sign_in_url
-from app.web.settings_pages import SettingsPages
-from app.web.sign_in import SignInPages, sign_out
-from app.web.static_files import cached_when_current
-from app.web.studio import StudioPages
-from app.web.trace_pages import TracePages
 
 log = logging.getLogger("agentlasso.web")
 # The multipart framing and the form's other fields around an uploaded file.

@@ -11,16 +11,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
+from agentlasso.domain.runs import Run
+from agentlasso.http.auth import PlatformDep
+from agentlasso.http.pagination import parse_id
+from agentlasso.services.run_events import run_events
+from agentlasso.web.rendering import render
+from agentlasso.web.sessions import session_of
 from litestar import Request, get
 from litestar.params import FromPath
 from litestar.response import ServerSentEvent, ServerSentEventMessage
-
-from app.api.auth import PlatformDep
-from app.api.pagination import parse_id
-from app.domain.runs import Run
-from app.services.run_events import run_events
-from app.web.rendering import render
-from app.web.sessions import session_of
 
 # How soon a browser's EventSource reconnects when a stream ends before its run does.
 RECONNECT_MS = 2_000

@@ -8,24 +8,23 @@ from typing import Any, Literal, get_args
 from urllib.parse import urlencode
 from uuid import UUID
 
+from agentlasso.domain.checks import CHECK_TYPES, CheckType, Severity
+from agentlasso.domain.runs import Run, RunStatus
+from agentlasso.domain.web import ResultFilter, ResultRow
+from agentlasso.errors import FieldError, InvalidInput
+from agentlasso.http.auth import PlatformDep
+from agentlasso.http.pagination import decode_cursor, next_cursor, parse_id
+from agentlasso.services import agents as agent_service
+from agentlasso.services import datasets as dataset_service
+from agentlasso.services import runs as run_service
+from agentlasso.web.case_form import PRODUCT_NAMES
+from agentlasso.web.once import new_form_id
+from agentlasso.web.rendering import page, redirect
+from agentlasso.web.run_live import summary_context
+from agentlasso.web.sessions import session_of
+from agentlasso.web.studio import SEVERITY_CHOICES
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath
-
-from app.api.auth import PlatformDep
-from app.api.pagination import decode_cursor, next_cursor, parse_id
-from app.domain.checks import CHECK_TYPES, CheckType, Severity
-from app.domain.runs import Run, RunStatus
-from app.domain.web import ResultFilter, ResultRow
-from app.errors import FieldError, InvalidInput
-from app.services import agents as agent_service
-from app.services import datasets as dataset_service
-from app.services import runs as run_service
-from app.web.case_form import PRODUCT_NAMES
-from app.web.once import new_form_id
-from app.web.rendering import page, redirect
-from app.web.run_live import summary_context
-from app.web.sessions import session_of
-from app.web.studio import SEVERITY_CHOICES
 
 PAGE_SIZE = 50
 DATASETS_LISTED = 200

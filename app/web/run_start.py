@@ -7,24 +7,23 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
+from agentlasso.domain.agents import Agent
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.runs import RunGate
+from agentlasso.errors import Conflict, InvalidInput, NotFound, TooManyRequests
+from agentlasso.http.auth import PlatformDep
+from agentlasso.http.pagination import parse_id
+from agentlasso.services import agents as agent_service
+from agentlasso.services import rerun as rerun_service
+from agentlasso.services.start_run import NewRun, start_run
+from agentlasso.web.compare_pages import baseline_choices
+from agentlasso.web.forms import by_field, optional_text, text
+from agentlasso.web.objects import dataset_named
+from agentlasso.web.once import new_form_id
+from agentlasso.web.rendering import page, redirect
+from agentlasso.web.sessions import session_of
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath
-
-from app.api.auth import PlatformDep
-from app.api.pagination import parse_id
-from app.domain.agents import Agent
-from app.domain.datasets import Dataset
-from app.domain.runs import RunGate
-from app.errors import Conflict, InvalidInput, NotFound, TooManyRequests
-from app.services import agents as agent_service
-from app.services import rerun as rerun_service
-from app.services.start_run import NewRun, start_run
-from app.web.compare_pages import baseline_choices
-from app.web.forms import by_field, optional_text, text
-from app.web.objects import dataset_named
-from app.web.once import new_form_id
-from app.web.rendering import page, redirect
-from app.web.sessions import session_of
 
 AGENTS_LISTED = 200
 MAX_TRIALS = 10

@@ -8,28 +8,27 @@ from typing import Any
 
 import msgspec
 import msgspec.inspect
+from agentlasso.agents import AgentCallResult
+from agentlasso.api.agents import AgentCreate
+from agentlasso.api.traces import TraceSettingsUpdate
+from agentlasso.domain.agents import Agent
+from agentlasso.errors import InvalidInput, TooManyRequests
+from agentlasso.http.auth import PlatformDep
+from agentlasso.http.pagination import parse_id
+from agentlasso.services import agents as agent_service
+from agentlasso.services import api_keys as key_service
+from agentlasso.services import judge_settings as judge_service
+from agentlasso.services import traces as trace_service
+from agentlasso.services.judge_settings import KeyTest
+from agentlasso.services.platform import Platform
+from agentlasso.web.agent_reply import observed, what_the_agent_did
+from agentlasso.web.forms import by_field, checked, json_field, optional_text, text
+from agentlasso.web.once import new_form_id, once
+from agentlasso.web.page_limits import with_retry_after
+from agentlasso.web.rendering import page, redirect
+from agentlasso.web.sessions import session_of
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath
-
-from app.agents import AgentCallResult
-from app.api.agents import AgentCreate
-from app.api.auth import PlatformDep
-from app.api.pagination import parse_id
-from app.api.traces import TraceSettingsUpdate
-from app.domain.agents import Agent
-from app.errors import InvalidInput, TooManyRequests
-from app.services import agents as agent_service
-from app.services import api_keys as key_service
-from app.services import judge_settings as judge_service
-from app.services import traces as trace_service
-from app.services.judge_settings import KeyTest
-from app.services.platform import Platform
-from app.web.agent_reply import observed, what_the_agent_did
-from app.web.forms import by_field, checked, json_field, optional_text, text
-from app.web.once import new_form_id, once
-from app.web.page_limits import with_retry_after
-from app.web.rendering import page, redirect
-from app.web.sessions import session_of
 
 AGENT_FIELDS = ("name", "url", "headers", "timeout_s", "max_concurrency", "system_prompt", "tools")
 

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, Request, Response, get, post
-from litestar.params import FromQuery
-
-from app.api.auth import PlatformDep
-from app.errors import NotAuthenticated, TooManyRequests
-from app.services import web_sessions
-from app.services.platform import Platform
-from app.services.web_sessions import NewSession
-from app.web.page_limits import with_retry_after
-from app.web.rendering import page, redirect
-from app.web.sessions import (
+from agentlasso.errors import NotAuthenticated, TooManyRequests
+from agentlasso.http.auth import PlatformDep
+from agentlasso.services import web_sessions
+from agentlasso.services.platform import Platform
+from agentlasso.services.web_sessions import NewSession
+from agentlasso.web.page_limits import with_retry_after
+from agentlasso.web.rendering import page, redirect
+from agentlasso.web.sessions import (
     SESSION_COOKIE,
     login_form_is_genuine,
     login_form_token,
@@ -23,6 +20,8 @@ from app.web.sessions import (
     with_session_cookie,
     without_session_cookie,
 )
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromQuery
 
 
 class SignInPages(Controller):

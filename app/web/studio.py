@@ -8,23 +8,19 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
-from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath, FromQuery
-from litestar.response import Stream
-
-from app.api.auth import PlatformDep
-from app.api.datasets import DatasetCreate
-from app.api.pagination import decode_cursor, next_cursor
-from app.domain.checks import CHECK_TYPES, Severity, type_of
-from app.domain.datasets import Dataset
-from app.domain.test_cases import TestCase
-from app.domain.web import CaseFilter
-from app.errors import Conflict, InvalidInput
-from app.services import datasets as dataset_service
-from app.services import test_cases as case_service
-from app.services import transfer
-from app.web.case_form import PRODUCT_NAMES
-from app.web.forms import (
+from agentlasso.api.datasets import DatasetCreate
+from agentlasso.domain.checks import CHECK_TYPES, Severity, type_of
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.test_cases import TestCase
+from agentlasso.domain.web import CaseFilter
+from agentlasso.errors import Conflict, InvalidInput
+from agentlasso.http.auth import PlatformDep
+from agentlasso.http.pagination import decode_cursor, next_cursor
+from agentlasso.services import datasets as dataset_service
+from agentlasso.services import test_cases as case_service
+from agentlasso.services import transfer
+from agentlasso.web.case_form import PRODUCT_NAMES
+from agentlasso.web.forms import (
     by_field,
     checked,
     json_field,
@@ -32,10 +28,13 @@ from app.web.forms import (
     parsed_json,
     text,
 )
-from app.web.objects import dataset_named
-from app.web.once import new_form_id, once
-from app.web.rendering import download_disposition, page, redirect
-from app.web.sessions import session_of
+from agentlasso.web.objects import dataset_named
+from agentlasso.web.once import new_form_id, once
+from agentlasso.web.rendering import download_disposition, page, redirect
+from agentlasso.web.sessions import session_of
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath, FromQuery
+from litestar.response import Stream
 
 PAGE_SIZE = 50
 # What the dataset page's filters offer, by the names people know.

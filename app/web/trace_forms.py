@@ -13,13 +13,12 @@ from typing import Any
 from urllib.parse import urlencode
 
 import msgspec
-
-from app.db.trace_lists import TraceFilters
-from app.db.traces import TraceRow
-from app.domain.checks import Check, ToolCalled, ToolNotCalled, ToolOrder, type_of
-from app.traces.cases import case_input
-from app.web.case_form import PRODUCT_NAMES
-from app.web.forms import text
+from agentlasso.db.trace_lists import TraceFilters
+from agentlasso.db.traces import TraceRow
+from agentlasso.domain.checks import Check, ToolCalled, ToolNotCalled, ToolOrder, type_of
+from agentlasso.traces.cases import case_input
+from agentlasso.web.case_form import PRODUCT_NAMES
+from agentlasso.web.forms import text
 
 # One page of the list: Add to dataset takes at most this many traces at once.
 MAX_TRACES_ADDED = 50

@@ -9,23 +9,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath
-
-from app.api.auth import PlatformDep
-from app.db.traces import TraceRow
-from app.domain.test_cases import TestCase
-from app.errors import Conflict, InvalidInput, NotFound
-from app.services import datasets as dataset_service
-from app.services import traces as trace_service
-from app.services.platform import Platform
-from app.web import trace_views
-from app.web.forms import field_name, text
-from app.web.once import new_form_id, once
-from app.web.rendering import page, redirect
-from app.web.server_timing import spent
-from app.web.sessions import session_of
-from app.web.trace_forms import (
+from agentlasso.db.traces import TraceRow
+from agentlasso.domain.test_cases import TestCase
+from agentlasso.errors import Conflict, InvalidInput, NotFound
+from agentlasso.http.auth import PlatformDep
+from agentlasso.services import datasets as dataset_service
+from agentlasso.services import traces as trace_service
+from agentlasso.services.platform import Platform
+from agentlasso.web import trace_views
+from agentlasso.web.forms import field_name, text
+from agentlasso.web.once import new_form_id, once
+from agentlasso.web.rendering import page, redirect
+from agentlasso.web.server_timing import spent
+from agentlasso.web.sessions import session_of
+from agentlasso.web.trace_forms import (
     MAX_TRACES_ADDED,
     TraceChoice,
     chosen_trace_ids,
@@ -34,6 +31,8 @@ from app.web.trace_forms import (
     posted_choice,
     posted_trace_ids,
 )
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath
 
 PAGE_SIZE = 50
 DATASETS_LISTED = 200

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from app.db.traces import TraceRow
-from app.domain.json_nesting import too_deep
-from app.traces.spans import STATUS_ERROR, STATUS_OK, Span
+from agentlasso.db.traces import TraceRow
+from agentlasso.domain.json_nesting import too_deep
+from agentlasso.traces.spans import STATUS_ERROR, STATUS_OK, Span
 
 INPUT_SHOWN_CHARS = 140
 REPLY_SHOWN_CHARS = 140

@@ -49,7 +49,7 @@ def run_ci(base_url: str, key: str, *args: str, env: dict[str, str] | None = Non
         env or {}
     ) else None
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", "ci", *args],
+        [sys.executable, "-m", "agentlasso.cli", "ci", *args],
         cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 

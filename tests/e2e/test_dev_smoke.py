@@ -15,17 +15,17 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
-from redis.asyncio import Redis
-
-from app.devstack import (
+from agentlasso.devstack import (
     EmbeddedServices,
     ServiceStartError,
     postgres,
     remove_embedded_data,
     start_embedded_services,
 )
-from app.devstack.ports import free_port
-from app.devstack.service_user import SERVICE_USER, postgres_user, shared_location
+from agentlasso.devstack.ports import free_port
+from agentlasso.devstack.service_user import SERVICE_USER, postgres_user, shared_location
+from redis.asyncio import Redis
+
 from tests.support.waiting import WaitTimeout, wait_until
 from tests.support.web import hidden_field
 
@@ -116,7 +116,7 @@ def _env_without_services() -> dict[str, str]:
 
 def start_dev(data_dir: Path, output_path: Path) -> DevRun:
     """Start `agentlasso dev` and wait for its banner."""
-    argv = [sys.executable, "-m", "app.cli", "dev", "--data-dir", str(data_dir)]
+    argv = [sys.executable, "-m", "agentlasso.cli", "dev", "--data-dir", str(data_dir)]
     with output_path.open("wb") as output:
         process = subprocess.Popen(
             [*argv, "--port", str(free_port())],

@@ -24,7 +24,7 @@ async def agentlasso_run(
     if summary is not None:
         env["GITHUB_STEP_SUMMARY"] = str(summary)
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "app.cli", "run", *args, cwd=ROOT, env=env,
+        sys.executable, "-m", "agentlasso.cli", "run", *args, cwd=ROOT, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(), 120)

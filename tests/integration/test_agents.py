@@ -14,10 +14,10 @@ import asyncpg
 import httpx
 import msgspec
 import pytest
+from agentlasso.config import Settings
+from agentlasso.secrets_box import MISSING_KEY, SecretKeyError, generate_key
+from agentlasso.server import create_app
 
-from app.api.app import create_app
-from app.config import Settings
-from app.secrets_box import MISSING_KEY, SecretKeyError, generate_key
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key
 

@@ -15,15 +15,15 @@ import httpx
 import jsonschema
 import msgspec
 import pytest
+from agentlasso.api.openapi import ERRORS, EVERY_OPERATION
+from agentlasso.api.openapi_examples import BODY_EXAMPLES
+from agentlasso.api.openapi_links import LINKS
+from agentlasso.api.run_results import MAX_RESULTS_PER_POST
+from agentlasso.config import Settings
+from agentlasso.http.strict_bodies import SLICED_ABOVE_BYTES
+from agentlasso.server import create_app
 from litestar.routes import HTTPRoute
 
-from app.api.app import create_app
-from app.api.openapi import ERRORS, EVERY_OPERATION
-from app.api.openapi_examples import BODY_EXAMPLES
-from app.api.openapi_links import LINKS
-from app.api.run_results import MAX_RESULTS_PER_POST
-from app.api.strict_bodies import SLICED_ABOVE_BYTES
-from app.config import Settings
 from tests.support.api import create_dataset
 from tests.support.assertions import assert_problem
 

@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+from agentlasso.config import Settings
+from agentlasso.devstack.demo import DEMO_AGENT_PATH
+from agentlasso.server import create_app
 
-from app.api.app import create_app
-from app.config import Settings
-from app.devstack.demo import DEMO_AGENT_PATH
 from tests.support.api import create_dataset
 from tests.support.assertions import assert_problem
 from tests.support.servers import serving

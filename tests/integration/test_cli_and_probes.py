@@ -9,8 +9,8 @@ from pathlib import Path
 
 import asyncpg
 import httpx
+from agentlasso.db import workers as worker_rows
 
-from app.db import workers as worker_rows
 from tests.support.assertions import assert_problem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def agentlasso(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args], cwd=ROOT,
+        [sys.executable, "-m", "agentlasso.cli", *args], cwd=ROOT,
         env={**os.environ, "DATABASE_URL": database_url}, capture_output=True, text=True,
         timeout=60, check=False,
     )  # fmt: skip

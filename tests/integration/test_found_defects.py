@@ -23,17 +23,17 @@ import asyncpg
 import httpx
 import msgspec
 import pytest
+from agentlasso.agents.headers import seal_headers
+from agentlasso.config import Settings
+from agentlasso.db.migrations import SQL_DIR, EditedMigration, apply_migrations
+from agentlasso.devstack.bootstrap import write_private
+from agentlasso.domain.runs import ChunkRef
+from agentlasso.queue import QueueConnection, connect, deserialize, enqueue_lanes
+from agentlasso.secrets_box import parse_key
+from agentlasso.server import create_app
+from agentlasso.services.transfer import split_lines
 from litestar import Litestar
 
-from app.agents.headers import seal_headers
-from app.api.app import create_app
-from app.config import Settings
-from app.db.migrations import SQL_DIR, EditedMigration, apply_migrations
-from app.devstack.bootstrap import write_private
-from app.domain.runs import ChunkRef
-from app.queue import QueueConnection, connect, deserialize, enqueue_lanes
-from app.secrets_box import parse_key
-from app.services.transfer import split_lines
 from tests.support.api import create_dataset, register_agent, start_run
 from tests.support.assertions import assert_problem
 from tests.support.databases import ServerUrls, drop_database, fresh_database

@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 
 import asyncpg
+from agentlasso.db.migrations import SQL_DIR, apply_migrations, migration_files
 
-from app.db.migrations import SQL_DIR, apply_migrations, migration_files
 from tests.support.databases import ServerUrls, with_database
 from tests.support.schema import describe_schema
 

@@ -15,22 +15,22 @@ import asyncpg
 import httpx
 import pytest
 import pytest_asyncio
+from agentlasso.db import trace_lists
+from agentlasso.db.pool import create_pool
+from agentlasso.services.api_keys import hash_key
+from agentlasso_workers import trace_reading
+from agentlasso_workers.trace_reading import (
+    BATCHES_PER_PASS,
+    delete_expired_traces,
+    read_some,
+    read_waiting_traces,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from app.db import trace_lists
-from app.db.pool import create_pool
-from app.engine import trace_reading
-from app.engine.trace_reading import (
-    BATCHES_PER_PASS,
-    delete_expired_traces,
-    read_some,
-    read_waiting_traces,
-)
-from app.services.api_keys import hash_key
 from tests.support.api import create_dataset
 from tests.support.databases import new_project_key
 from tests.support.otlp import (

@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from app.agents import AgentClient, AgentTarget
+from agentlasso.agents import AgentClient, AgentTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 

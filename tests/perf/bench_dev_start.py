@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from app.devstack import remove_embedded_data
-from app.devstack.ports import LOOPBACK, free_port
+from agentlasso.devstack import remove_embedded_data
+from agentlasso.devstack.ports import LOOPBACK, free_port
 
 READY_TIMEOUT_S = 300.0
 STOP_TIMEOUT_S = 90.0
@@ -44,7 +44,7 @@ def seconds_to_ready(data_dir: Path) -> float:
     """Start `agentlasso dev`, time it to the first 200 from /ready, then stop it."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    argv = [sys.executable, "-m", "app.cli", "dev", "--data-dir", str(data_dir)]
+    argv = [sys.executable, "-m", "agentlasso.cli", "dev", "--data-dir", str(data_dir)]
     output_path = data_dir.parent / "dev.out"
     started = time.perf_counter()
     with output_path.open("ab") as output:

@@ -13,7 +13,7 @@ import pstats
 import random
 import time
 
-from app.domain.checks import (
+from agentlasso.domain.checks import (
     Check,
     OutputContains,
     OutputNotContains,
@@ -22,9 +22,9 @@ from app.domain.checks import (
     ToolNotCalled,
     ToolOrder,
 )
-from app.domain.results import Observation
-from app.domain.test_cases import TestCaseContent
-from app.grading import grade_case, observation_from_wire
+from agentlasso.domain.grades import Observation
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading import grade_case, observation_from_wire
 
 CHECKS_PER_CASE = 6
 TOOLS = ("orders.lookup", "policy.get", "stripe.refund", "email.send", "crm.note", "audit.log")

@@ -19,7 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.judge import JudgeAnswer, JudgeClient, JudgeQuestion, JudgeSettings
+from agentlasso.judge.client import JudgeAnswer, JudgeClient, JudgeSettings
+from agentlasso.judge.prompts import JudgeQuestion
+
 from tests.support.fake_anthropic import FAKE_API_KEY, FakeAnthropic
 
 

@@ -12,14 +12,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from app.cli.pr_comment import (
+from agentlasso.cli.pr_comment import (
     MAX_COMMENT_CHARS,
     ComparedCase,
     ComparisonSummary,
     FailedCheck,
     write_comment_file,
 )
-from app.client import BucketCounts
+from agentlasso.client import BucketCounts
 
 RUN_URL = "https://lasso.example/runs/0190f3c2-7d1e-7b44-9a51-2f0c4e6b8d11"
 LISTED = 1_000  # the most the client lists of each bucket other than the new failures

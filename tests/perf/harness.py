@@ -27,7 +27,7 @@ def server_urls() -> Iterator[tuple[str, str]]:
     if database_url and redis_url:
         yield database_url, redis_url
         return
-    from app.devstack.services import remove_embedded_data, start_embedded_services
+    from agentlasso.devstack.services import remove_embedded_data, start_embedded_services
 
     data_dir = Path(tempfile.mkdtemp(prefix="agentlasso-bench-"))
     try:

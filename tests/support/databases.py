@@ -7,9 +7,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import msgspec
-
-from app.db.migrations import apply_migrations
-from app.services.api_keys import create_key_for_project_name
+from agentlasso.db.migrations import apply_migrations
+from agentlasso.services.api_keys import create_key_for_project_name
 
 
 class ServerUrls(msgspec.Struct, frozen=True):

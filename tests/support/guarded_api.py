@@ -71,6 +71,6 @@ def refuse_the_outside() -> None:
 
 if __name__ == "__main__":
     refuse_the_outside()
-    from app.cli.main import main
+    from agentlasso.cli.main import main
 
     sys.exit(main(["api", *sys.argv[1:]]))

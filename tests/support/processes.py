@@ -30,7 +30,7 @@ def free_port() -> int:
 
 def agentlasso(*args: str) -> list[str]:
     """The argv that runs an `agentlasso` command with this interpreter."""
-    return [sys.executable, "-m", "app.cli", *args]
+    return [sys.executable, "-m", "agentlasso.cli", *args]
 
 
 async def agentlasso_awaited(

@@ -11,8 +11,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import httpx
-
-from app.services.api_keys import hash_key
+from agentlasso.services.api_keys import hash_key
 
 SESSION_COOKIE = "agentlasso_session"
 PAGE_ACCEPT = "text/html,application/xhtml+xml,*/*;q=0.8"

@@ -9,8 +9,7 @@ import ipaddress
 import socket
 
 import pytest
-
-from app.agents.address_guard import (
+from agentlasso.agents.address_guard import (
     check_agent_url,
     embedded_ipv4,
     non_public_kind,

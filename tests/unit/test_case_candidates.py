@@ -8,14 +8,13 @@ from typing import Any
 
 import msgspec
 import pytest
+from agentlasso.domain.case_drafts import AgentProfile, Candidate, Slot, ToolSpec
+from agentlasso.domain.checks import CHECK_TYPES, Check, ToolCalled, ToolNotCalled, ToolOrder
+from agentlasso.generation.candidates import PlannedSlot, balanced_slots, read_candidate, read_plan
+from agentlasso.generation.near_duplicates import SeenInputs, near, normalised
+from agentlasso.judge.verdicts import ModelOutput
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from app.domain.case_drafts import AgentProfile, Candidate, Slot, ToolSpec
-from app.domain.checks import CHECK_TYPES, Check, ToolCalled, ToolNotCalled, ToolOrder
-from app.judge.candidates import PlannedSlot, balanced_slots, read_candidate, read_plan
-from app.judge.near_duplicates import SeenInputs, near, normalised
-from app.judge.verdicts import ModelOutput
 
 PROFILE = AgentProfile(
     system_prompt="Support agent.",

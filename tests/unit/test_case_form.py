@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from app.domain.checks import LlmJudge, OutputContains, OutputNotContains, ToolCalled, ToolOrder
-from app.domain.test_cases import TestCaseContent
-from app.web import case_form
-from app.web.case_form import PRODUCT_NAMES
+from agentlasso.domain.checks import (
+    LlmJudge,
+    OutputContains,
+    OutputNotContains,
+    ToolCalled,
+    ToolOrder,
+)
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.web import case_form
+from agentlasso.web.case_form import PRODUCT_NAMES
 
 
 def posted(**fields: str) -> dict[str, str]:

@@ -7,9 +7,8 @@ import re
 from typing import Any
 
 import pytest
-
-from app.domain.case_drafts import CATEGORIES, AgentProfile, Slot, ToolSpec
-from app.judge.case_prompts import (
+from agentlasso.domain.case_drafts import CATEGORIES, AgentProfile, Slot, ToolSpec
+from agentlasso.generation.prompts import (
     CASE_TOOL_NAME,
     GENERATION_PROMPT_VERSION,
     PLAN_TOOL_NAME,
@@ -20,7 +19,7 @@ from app.judge.case_prompts import (
     plan_params,
     plan_schema,
 )
-from app.judge.prompt_data import escaped_data
+from agentlasso.judge.prompt_data import escaped_data
 
 PROFILE = AgentProfile(
     system_prompt="You are the support agent of a shop. Never promise refunds.",

@@ -10,9 +10,8 @@ from typing import Any
 import msgspec
 import msgspec.inspect as mi
 import pytest
-
-from app import client
-from app.api import comparisons, run_results, runs, test_cases
+from agentlasso import client
+from agentlasso.api import comparisons, run_results, runs, test_cases
 
 # Server response Struct -> the client Struct that decodes it.
 TWINS: list[tuple[type[msgspec.Struct], type[msgspec.Struct]]] = [

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import msgspec
-
-from app.devstack.demo import DEMO_CASES, demo_reply
-from app.domain.checks import CHECK_TYPES
-from app.domain.test_cases import TestCaseContent
-from app.grading import grade_case, observation_from_wire
-from app.services.test_cases import prepare_content
+from agentlasso.devstack.demo import DEMO_CASES, demo_reply
+from agentlasso.domain.checks import CHECK_TYPES
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading import grade_case, observation_from_wire
+from agentlasso.services.test_cases import prepare_content
 
 
 def grade(case_input: str, checks: list[dict[str, object]]) -> tuple[bool, str]:

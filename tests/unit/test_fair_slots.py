@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from app.coordination.fair_slots import FairSlots
+from agentlasso_workers.fair_slots import FairSlots
 
 
 async def hold(slots: FairSlots, project: str, release: asyncio.Event, got: list[str]) -> None:

@@ -20,7 +20,7 @@ def test_grading_has_full_branch_coverage() -> None:
     completed = subprocess.run(
         [
             sys.executable, "-m", "pytest", "tests/unit/grading", "-q", "-p", "no:cacheprovider",
-            "--cov=app.grading", "--cov-branch", "--cov-report=term-missing:skip-covered",
+            "--cov=agentlasso.grading", "--cov-branch", "--cov-report=term-missing:skip-covered",
             "--cov-fail-under=100",
         ],
         cwd=ROOT, capture_output=True, text=True, check=False, timeout=600,

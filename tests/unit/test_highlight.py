@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
-from app.domain.checks import Check, OutputContains, OutputNotContains, ToolCalled
-from app.domain.results import CheckResult, Observation
-from app.domain.test_cases import TestCaseContent
-from app.grading import grade_case
-from app.web.highlight import checks_that_matched, marked, marked_reply, merge
+from agentlasso.domain.checks import Check, OutputContains, OutputNotContains, ToolCalled
+from agentlasso.domain.grades import CheckResult, Observation
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading import grade_case
+from agentlasso.web.highlight import checks_that_matched, marked, marked_reply, merge
 
 FORBIDDEN = OutputNotContains(id="no-promise", value="guarantee")
 

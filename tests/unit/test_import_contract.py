@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.source import module_of, package_dir
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -23,7 +25,7 @@ def _purity_contract() -> dict[str, Any]:
     return contract
 
 
-PURE_PACKAGES = tuple(name.replace(".", "/") for name in _purity_contract()["source_modules"])
+PURE_PACKAGES = tuple(_purity_contract()["source_modules"])
 FORBIDDEN = tuple(_purity_contract()["forbidden_modules"])
 CONTRACT_COUNT = len(
     tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"][
@@ -33,14 +35,14 @@ CONTRACT_COUNT = len(
 
 
 def pure_files() -> list[Path]:
-    files = [path for package in PURE_PACKAGES for path in sorted((ROOT / package).rglob("*.py"))]
+    files = [path for name in PURE_PACKAGES for path in sorted(package_dir(name).rglob("*.py"))]
     assert files, "the pure packages have source files"
     return files
 
 
 def imported_modules(path: Path) -> set[str]:
     """Every module a file imports, at any depth, relative imports resolved."""
-    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    package = module_of(path).rpartition(".")[0]
     modules: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -67,8 +69,9 @@ def test_pure_modules_import_no_io(path: Path) -> None:
 def test_importing_the_pure_packages_loads_no_io_module() -> None:
     # A fresh interpreter: transitive imports (through a third-party package) count too.
     code = (
-        f"import sys, {', '.join(name.replace('/', '.') for name in PURE_PACKAGES)};"
-        "import app.domain.results, app.domain.checks, app.domain.test_cases, app.domain.runs;"
+        f"import sys, {', '.join(PURE_PACKAGES)};"
+        "import agentlasso.domain.grades, agentlasso.domain.checks;"
+        "import agentlasso.domain.test_cases, agentlasso.domain.runs;"
         f"bad = sorted(m for m in sys.modules if any(m == n or m.startswith(n + '.') "
         f"for n in {FORBIDDEN!r})); print(','.join(bad))"
     )
@@ -92,7 +95,7 @@ def test_import_linter_contract_holds() -> None:
 
 def test_the_api_process_does_not_load_the_model_sdk() -> None:
     # Only workers call the judge; the SDK would cost every API process about 77 MB.
-    code = "import sys, app.api.app, app.cli.main; print('anthropic' in sys.modules)"
+    code = "import sys, agentlasso.server, agentlasso.cli.main; print('anthropic' in sys.modules)"
     completed = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )

@@ -13,8 +13,7 @@ from typing import Any
 
 import msgspec
 import pytest
-
-from app.observability.logs import (
+from agentlasso.observability.logs import (
     REDACTED,
     bind_log_context,
     configure_logging,

@@ -8,9 +8,8 @@ import tracemalloc
 from collections.abc import Callable
 
 import pytest
-
-from app.domain import json_nesting
-from app.domain.json_nesting import MAX_DEPTH, too_deep
+from agentlasso.domain import json_nesting
+from agentlasso.domain.json_nesting import MAX_DEPTH, too_deep
 
 
 def arrays(depth: int, inner: str = "1") -> str:

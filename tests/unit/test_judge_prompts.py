@@ -10,10 +10,9 @@ from typing import Any
 
 import msgspec
 import pytest
-
-from app.judge import prompts
-from app.judge.prompt_data import escaped_data, unescaped_data
-from app.judge.prompts import (
+from agentlasso.judge import prompts
+from agentlasso.judge.prompt_data import escaped_data, unescaped_data
+from agentlasso.judge.prompts import (
     CACHE_CONTEXT_MIN_CHARS,
     JudgeQuestion,
     build_prompt,
@@ -324,7 +323,15 @@ def test_cache_key_changes_with_the_schema_version(monkeypatch: pytest.MonkeyPat
 # --- purity -----------------------------------------------------------------------------------
 
 PURE_MODULES = ("prompts", "verdicts", "pricing")
-IO_MODULES = ("anthropic", "httpx", "httpx2", "asyncio", "socket", "app.db", "app.services")
+IO_MODULES = (
+    "anthropic",
+    "httpx",
+    "httpx2",
+    "asyncio",
+    "socket",
+    "agentlasso.db",
+    "agentlasso.services",
+)
 
 
 @pytest.mark.parametrize("name", PURE_MODULES)

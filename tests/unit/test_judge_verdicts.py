@@ -6,11 +6,10 @@ import json
 from typing import Any
 
 import pytest
-
-from app.domain.judging import Usage
-from app.domain.results import JudgeVerdict
-from app.judge import cost_usd
-from app.judge.verdicts import (
+from agentlasso.domain.grades import JudgeVerdict
+from agentlasso.domain.judging import Usage
+from agentlasso.judge.pricing import cost_usd
+from agentlasso.judge.verdicts import (
     CUT_OFF,
     NO_TOOL_CALL,
     REFUSED,

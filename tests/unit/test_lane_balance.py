@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from app.coordination.lane_balance import Load, calls_to_hand_over
+from agentlasso_workers.lane_balance import Load, calls_to_hand_over
 
 
 @pytest.mark.parametrize(

@@ -10,20 +10,19 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from markdown_it import MarkdownIt
-
-from app.cli import pr_comment
-from app.cli.pr_comment import (
+from agentlasso.cli import pr_comment
+from agentlasso.cli.pr_comment import (
     ComparedCase,
     ComparisonSummary,
     FailedCheck,
     render_comment,
     write_comment_file,
 )
-from app.client import BucketCounts
-from app.web import case_form
+from agentlasso.client import BucketCounts
+from agentlasso.web import case_form
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 RUN_URL = "https://lasso.example/runs/run-2"
 # What the comment itself may produce; anything else came from a user's text.

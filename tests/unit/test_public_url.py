@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from app.client import case_card_url
-from app.config import parse_public_url
+from agentlasso.client import case_card_url
+from agentlasso.config import parse_public_url
 
 NAME = "AGENTLASSO_PUBLIC_URL"
 

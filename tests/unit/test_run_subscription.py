@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from app.coordination.run_watch import RunEvent, Subscription
+from agentlasso.coordination.run_watch import RunEvent, Subscription
 
 
 async def test_a_waiter_that_reads_late_gets_the_latest_event_only() -> None:

@@ -7,9 +7,8 @@ import uuid
 from collections.abc import Callable
 
 import pytest
-
-from app.config import Settings
-from app.secrets_box import (
+from agentlasso.config import Settings
+from agentlasso.secrets_box import (
     MISSING_KEY,
     SecretKeyError,
     UnsealError,

@@ -4,8 +4,7 @@ naming the variable, rather than found out in production."""
 from __future__ import annotations
 
 import pytest
-
-from app.config import ENVIRONMENT_VARIABLES, MUST_BE_POSITIVE, load_settings
+from agentlasso.config import ENVIRONMENT_VARIABLES, MUST_BE_POSITIVE, load_settings
 
 
 @pytest.mark.parametrize("field", sorted(MUST_BE_POSITIVE))

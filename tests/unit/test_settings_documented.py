@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from app.config import ENVIRONMENT_VARIABLES
+from agentlasso.config import ENVIRONMENT_VARIABLES
+
 from tests.support.processes import ROOT
 
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from app.coordination.waiter_shares import within_fair_share
+from agentlasso.coordination.waiter_shares import within_fair_share
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-
-from app.api.datasets import DatasetCreate
-from app.web.forms import checked, in_words
+from agentlasso.api.datasets import DatasetCreate
+from agentlasso.web.forms import checked, in_words
 
 
 @pytest.mark.parametrize(

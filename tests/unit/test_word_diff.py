@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from app.web.word_diff import MAX_WORD_PAIRS, Segment, word_diff
+from agentlasso.web.word_diff import MAX_WORD_PAIRS, Segment, word_diff
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,7 @@ from collections.abc import Mapping
 
 import msgspec
 import pytest
-
-from app.domain.checks import (
+from agentlasso.domain.checks import (
     CHECK_CLASSES,
     CHECK_TYPES,
     Check,
@@ -20,7 +19,7 @@ from app.domain.checks import (
     ToolOrder,
     duplicate_check_ids,
 )
-from app.domain.results import (
+from agentlasso.domain.grades import (
     CaseResult,
     CheckResult,
     JudgeVerdict,
@@ -28,12 +27,12 @@ from app.domain.results import (
     ToolCall,
     UngradedItem,
 )
-from app.domain.test_cases import TestCaseContent
-from app.grading import EXPECTATION_ID, grade_case
-from app.grading.case import summarise
-from app.grading.context import GradingContext
-from app.grading.plan import CasePlan
-from app.grading.registry import GRADERS, Grader
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading import EXPECTATION_ID, grade_case
+from agentlasso.grading.case import summarise
+from agentlasso.grading.context import GradingContext
+from agentlasso.grading.plan import CasePlan
+from agentlasso.grading.registry import GRADERS, Grader
 
 REPLY = Observation(
     actual_output='{"refund": "3-5 business days"}',

@@ -8,11 +8,10 @@ from typing import Any
 
 import msgspec
 import pytest
-
-from app.domain.results import Gate, RunCounts
-from app.domain.runs import Run
-from app.grading import decide_gate, run_gate, settled_status
-from app.grading.gate import percentages
+from agentlasso.domain.grades import Gate, RunCounts
+from agentlasso.domain.runs import Run
+from agentlasso.grading import decide_gate, run_gate, settled_status
+from agentlasso.grading.gate import percentages
 
 
 def counts(total: int, done: int, graded: int, passed: int, no_checks: int = 0) -> RunCounts:

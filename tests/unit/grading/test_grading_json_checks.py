@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from agentlasso.domain.checks import OutputValidJson
+from agentlasso.domain.grades import Observation
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading import grade_case
+from agentlasso.grading.json_checks import json_error
 from hypothesis import given
 from hypothesis import strategies as st
-
-from app.domain.checks import OutputValidJson
-from app.domain.results import Observation
-from app.domain.test_cases import TestCaseContent
-from app.grading import grade_case
-from app.grading.json_checks import json_error
 
 
 def detail_for(reply: str | None) -> str:

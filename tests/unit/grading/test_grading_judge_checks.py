@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
-
-from app.domain.checks import LlmJudge, OutputContains
-from app.domain.results import CheckResult, JudgeVerdict, Observation
-from app.domain.test_cases import EvaluationType, TestCaseContent
-from app.grading import EXPECTATION_ID, JudgeRequest, grade_case, judge_requests
-from app.grading.judge_checks import reaches
+from agentlasso.domain.checks import LlmJudge, OutputContains
+from agentlasso.domain.grades import CheckResult, JudgeVerdict, Observation
+from agentlasso.domain.test_cases import EvaluationType, TestCaseContent
+from agentlasso.grading import EXPECTATION_ID, JudgeRequest, grade_case, judge_requests
+from agentlasso.grading.judge_checks import reaches
 
 REPLY = Observation(actual_output="Refunded $42.", tool_calls=())
 CRITERION = "States the refund amount"

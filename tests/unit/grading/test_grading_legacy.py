@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from app.domain.checks import Check, OutputContains, OutputNotContains, ToolCalled
-from app.domain.results import Observation, ToolCall, UngradedItem
-from app.domain.test_cases import TestCaseContent
-from app.grading import grade_case, plan_case
-from app.grading.legacy import criteria_checks
+from agentlasso.domain.checks import Check, OutputContains, OutputNotContains, ToolCalled
+from agentlasso.domain.grades import Observation, ToolCall, UngradedItem
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading import grade_case, plan_case
+from agentlasso.grading.legacy import criteria_checks
 
 FREE_TEXT_REASON = (
     "Free-text rubric items are not graded; turn it into an llm_judge check to grade it."

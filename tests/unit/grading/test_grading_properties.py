@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import msgspec
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from app.domain.checks import (
+from agentlasso.domain.checks import (
     LlmJudge,
     OutputContains,
     OutputNotContains,
@@ -15,9 +12,11 @@ from app.domain.checks import (
     ToolNotCalled,
     ToolOrder,
 )
-from app.domain.results import CaseResult, JudgeVerdict, Observation, RunCounts, ToolCall
-from app.domain.test_cases import TestCaseContent
-from app.grading import EXPECTATION_ID, decide_gate, grade_case
+from agentlasso.domain.grades import CaseResult, JudgeVerdict, Observation, RunCounts, ToolCall
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading import EXPECTATION_ID, decide_gate, grade_case
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 TOOLS = ("orders.lookup", "stripe.refund", "Stripe.Refund", "email.send")
 WORDS = ("refund", "REFUND", "straße", "{", "}", "[1]", "guarantee", "(", "\\d+", "(?-i)R")

@@ -6,11 +6,10 @@ import time
 from collections.abc import Callable
 
 import pytest
-
-from app.domain.checks import Check, OutputContains, OutputNotContains, OutputValidJson
-from app.domain.results import CheckResult, Observation
-from app.domain.test_cases import TestCaseContent
-from app.grading import grade_case
+from agentlasso.domain.checks import Check, OutputContains, OutputNotContains, OutputValidJson
+from agentlasso.domain.grades import CheckResult, Observation
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading import grade_case
 
 MB = 1_000_000
 

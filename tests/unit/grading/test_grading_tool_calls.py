@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-
-from app.domain.results import Observation, ToolCall
-from app.grading import normalise_tool_calls, observation_from_wire
-from app.grading.wire import reply_text
+from agentlasso.domain.grades import Observation, ToolCall
+from agentlasso.grading import normalise_tool_calls, observation_from_wire
+from agentlasso.grading.observations import reply_text
 
 
 @pytest.mark.parametrize(
@@ -189,9 +188,9 @@ def test_a_reply_that_is_not_json_encodable_is_graded_as_its_text() -> None:
 
 
 def test_an_agent_error_travels_with_the_observation_and_fails_every_check() -> None:
-    from app.domain.checks import OutputContains, ToolCalled
-    from app.domain.test_cases import TestCaseContent
-    from app.grading import grade_case
+    from agentlasso.domain.checks import OutputContains, ToolCalled
+    from agentlasso.domain.test_cases import TestCaseContent
+    from agentlasso.grading import grade_case
 
     observation = observation_from_wire(
         msgspec.UNSET, msgspec.UNSET, agent_error="the agent answered HTTP 503 (3 tries)"

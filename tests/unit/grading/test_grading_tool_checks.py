@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from app.domain.checks import Check, ToolCalled, ToolNotCalled, ToolOrder
-from app.domain.results import CheckResult, Observation
-from app.domain.test_cases import TestCaseContent
-from app.grading import grade_case, observation_from_wire
+from agentlasso.domain.checks import Check, ToolCalled, ToolNotCalled, ToolOrder
+from agentlasso.domain.grades import CheckResult, Observation
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading import grade_case, observation_from_wire
 
 NOT_REPORTED = object()
 

@@ -17,13 +17,17 @@ import re
 from typing import Any
 
 import msgspec
+from agentlasso.domain.case_drafts import AgentProfile, Slot, ToolSpec
+from agentlasso.generation.prompts import (
+    SHOWN_CASE_CHARS,
+    GenerationInput,
+    case_params,
+    plan_params,
+)
+from agentlasso.judge.prompt_data import LOOKALIKE_BRACKETS
+from agentlasso.judge.prompts import JudgeQuestion, build_prompt, message_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from app.domain.case_drafts import AgentProfile, Slot, ToolSpec
-from app.judge.case_prompts import SHOWN_CASE_CHARS, GenerationInput, case_params, plan_params
-from app.judge.prompt_data import LOOKALIKE_BRACKETS
-from app.judge.prompts import JudgeQuestion, build_prompt, message_params
 
 JUDGE_TAGS = ("data_context", "criterion", "expected_output", "case_input", "agent_reply")
 GENERATION_TAGS = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.traces.spans import STATUS_ERROR, Span, SpanEvent
+from agentlasso.traces.spans import STATUS_ERROR, Span, SpanEvent
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 T0_NS = 1_700_000_000_000_000_000

@@ -6,10 +6,9 @@ import json
 from typing import Any
 
 import pytest
-
-from app.traces.dialects import SpanKind, SpanReading, read_span
-from app.traces.messages import Message, ToolRequest, content_text, messages_from_json
-from app.traces.spans import STATUS_ERROR, Span, SpanEvent
+from agentlasso.traces.dialects import SpanKind, SpanReading, read_span
+from agentlasso.traces.messages import Message, ToolRequest, content_text, messages_from_json
+from agentlasso.traces.spans import STATUS_ERROR, Span, SpanEvent
 
 
 def reading_of(attributes: dict[str, Any], **fields: Any) -> SpanReading:

@@ -8,9 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
-from app.traces.spans import STATUS_ERROR, Span, SpanEvent
-from app.traces.summary import TraceMessage, TraceSummary, TraceUsage, summarise
+from agentlasso.traces.spans import STATUS_ERROR, Span, SpanEvent
+from agentlasso.traces.summary import TraceMessage, TraceSummary, TraceUsage, summarise
 
 from .conversations import (
     AGENT,

@@ -1,0 +1,53 @@
+"""Project API keys on every /api/v1 request."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from agentlasso.services.api_keys import admit
+from agentlasso.services.platform import Platform
+from litestar import Request
+from litestar.connection import ASGIConnection
+from litestar.di import NamedDependency
+from litestar.handlers import BaseRouteHandler
+
+# A handler parameter of this type receives the caller's project id.
+ProjectId = NamedDependency[UUID]
+# A handler parameter of this type (named `platform`) receives the process's Platform.
+PlatformDep = NamedDependency[Platform]
+
+
+def presented_key(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
+    """The key from `x-api-key`, or from `Authorization: Bearer`."""
+    key = connection.headers.get("x-api-key")
+    if key:
+        return key.strip()
+    scheme, _, token = (connection.headers.get("authorization") or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+async def require_api_key(
+    connection: ASGIConnection[Any, Any, Any, Any], _handler: BaseRouteHandler
+) -> None:
+    """Guard: authenticate the caller and remember its project for the handler."""
+    platform = platform_of(connection)
+    connection.state.project_id = await admit(platform, presented_key(connection))
+
+
+def provide_project_id(request: Request[Any, Any, Any]) -> UUID:
+    """The caller's project, as the guard found it."""
+    project_id: UUID = request.state.project_id
+    return project_id
+
+
+def platform_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Platform:
+    """The process's Platform, as the lifespan opened it."""
+    platform = connection.app.state.platform
+    assert isinstance(platform, Platform)
+    return platform
+
+
+def provide_platform(request: Request[Any, Any, Any]) -> Platform:
+    """Dependency: the process's Platform, for every handler that asks for `platform`."""
+    return platform_of(request)

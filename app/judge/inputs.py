@@ -1,0 +1,72 @@
+"""What the judge is shown of a case: each part cut to a configured size, the cuts stated.
+
+Inputs are what a verdict costs: a 2 MB reply is half a million tokens. The operator bounds it
+with AGENTLASSO_JUDGE_MAX_INPUT_CHARS; a verdict reached on a cut input says so in its
+reasoning, so nobody reads it as a verdict on the whole reply.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from agentlasso.domain.grades import JudgeVerdict, Observation
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading.judge_checks import JudgeRequest
+from agentlasso.judge.prompts import JudgeQuestion
+
+
+def shown_to_judge(
+    request: JudgeRequest,
+    content: TestCaseContent,
+    observation: Observation,
+    context: dict[str, Any] | None,
+    max_chars: int,
+) -> tuple[JudgeQuestion, list[str]]:
+    """The question as the judge sees it, and a note for each part that was cut."""
+    cut: list[str] = []
+    reply = _cut_text(observation.actual_output or "", max_chars, "the reply", cut)
+    criterion = _cut_text(request.criterion, max_chars, _criterion_name(request), cut)
+    case_input = _cut_json(content.input, max_chars, "the input", cut)
+    shown_context = (
+        None if context is None else _cut_json(context, max_chars, "the data context", cut)
+    )
+    question = JudgeQuestion(
+        kind=request.kind,
+        evaluation_type=request.evaluation_type,
+        criterion=criterion,
+        case_input=case_input,
+        reply=reply,
+        data_context=shown_context,
+    )
+    return question, cut
+
+
+def with_cut_note(verdict: JudgeVerdict, cut: list[str]) -> JudgeVerdict:
+    """The verdict, its reasoning ending with what the judge did not see whole."""
+    if not cut or verdict.reasoning is None:
+        return verdict
+    note = f" (The judge was shown only the start of {', '.join(cut)}.)"
+    return msgspec.structs.replace(verdict, reasoning=verdict.reasoning + note)
+
+
+def _criterion_name(request: JudgeRequest) -> str:
+    return "the expected output" if request.kind == "expectation" else "the criterion"
+
+
+def _cut_text(text: str, max_chars: int, name: str, cut: list[str]) -> str:
+    if len(text) <= max_chars:
+        return text
+    cut.append(f"{name} ({max_chars:,} of {len(text):,} characters)")
+    return text[:max_chars]
+
+
+def _cut_json(value: Any, max_chars: int, name: str, cut: list[str]) -> Any:
+    """A string cut as text; any other value, when its JSON is too long, as the start of that."""
+    if isinstance(value, str):
+        return _cut_text(value, max_chars, name, cut)
+    text = msgspec.json.encode(value).decode()
+    if len(text) <= max_chars:
+        return value
+    cut.append(f"{name} ({max_chars:,} of {len(text):,} characters of JSON)")
+    return {"start_of_json": text[:max_chars]}

@@ -1,0 +1,85 @@
+"""The AI judge for previews, opened in the API process the first time a preview needs it.
+
+Runs are judged by workers; a preview is judged at once, in the request, by the same code (the
+cache, the shared limits, repeats near a floor, the project's own key and model). The model SDK
+costs a process some 77 MB, so an API that never previews a judged case never loads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from agentlasso.config import Settings
+from agentlasso.domain.grades import JudgeVerdict, Observation
+from agentlasso.domain.judging import JudgeRecord
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading import judge_requests
+
+if TYPE_CHECKING:
+    import asyncpg
+    from agentlasso.judge.calls import Judge
+    from agentlasso.judge.keys import JudgeClients
+    from redis.asyncio import Redis
+
+
+class PreviewJudge:
+    """Opens the judge and its clients on first use; closes them with the process."""
+
+    def __init__(
+        self, settings: Settings, pool: asyncpg.Pool, redis: Redis, secret_key: bytes
+    ) -> None:
+        self._settings = settings
+        self._pool = pool
+        self._redis = redis
+        self._secret_key = secret_key
+        self._opened: tuple[Judge, JudgeClients] | None = None
+
+    async def verdicts(
+        self,
+        project_id: UUID,
+        content: TestCaseContent,
+        observation: Observation,
+        context: dict[str, Any] | None,
+    ) -> tuple[Mapping[str, JudgeVerdict], list[JudgeRecord]]:
+        """Every verdict grading this reply needs, asked now; with what each cost."""
+        requests = judge_requests(content, observation)
+        if not requests:
+            return {}, []
+        judge, clients = self._open()
+        from agentlasso.judge.calls import RunJudging
+
+        run = RunJudging(
+            project_id=project_id,
+            client=await clients.for_project(project_id),
+            use_cache=True,
+            stopped=None,
+            server_key=await clients.uses_server_key(project_id),
+        )
+        answered = await asyncio.gather(
+            *(judge.verdict(request, content, observation, context, run) for request in requests)
+        )
+        verdicts = {
+            request.check_id: verdict
+            for request, (verdict, _) in zip(requests, answered, strict=True)
+        }
+        return verdicts, [record for _, record in answered]
+
+    async def aclose(self) -> None:
+        """Close the judge clients, if they were ever opened."""
+        if self._opened is not None:
+            await self._opened[1].aclose()
+
+    def _open(self) -> tuple[Judge, JudgeClients]:
+        if self._opened is None:
+            from agentlasso.coordination.agent_limits import AgentLimiter
+            from agentlasso.judge.keys import JudgeClients
+            from agentlasso.judge.setup import build_judge
+
+            settings = self._settings
+            limiter = AgentLimiter(self._redis, settings.queue_name, settings.slot_lease_s)
+            judge = build_judge(settings, self._pool, limiter, self._redis)
+            self._opened = (judge, JudgeClients(settings, self._pool, self._secret_key))
+        return self._opened

@@ -1,0 +1,342 @@
+"""A lane: one job that works through a run's chunks one after another, in a worker.
+
+A run has `concurrency / chunk_size` lanes; each calls the agent for a chunk's items at once,
+grades them, stores them in one transaction, then takes the run's next pending chunk itself.
+Every write is idempotent (a chunk done twice stores nothing the second time), so a lane that
+dies is simply redone by another worker once the reaper sees its heartbeat stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import msgspec
+from agentlasso.agents import AgentCallResult, AgentTarget
+from agentlasso.agents.address_guard import origin_of
+from agentlasso.agents.headers import target_for
+from agentlasso.db import agents as agent_rows
+from agentlasso.db import case_results, pinned_cases, run_gates
+from agentlasso.db import chunks as chunk_rows
+from agentlasso.db import datasets as dataset_rows
+from agentlasso.db import runs as run_rows
+from agentlasso.domain.runs import CALLING_STATUSES, MAX_CHUNK_SIZE, ChunkRef
+from agentlasso.grading import Gate
+from agentlasso.observability import metrics
+from agentlasso.observability.logs import bind_log_context, log_context
+from agentlasso.queue import enqueue_quietly
+from agentlasso.services.run_settling import settle_run
+from agentlasso_workers.chunk_store import Held, Item, grade_and_store
+from agentlasso_workers.judge_chunks import judge_chunk
+from agentlasso_workers.state import WorkerState
+
+log = logging.getLogger("agentlasso.lanes")
+
+
+class RunPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """What a lane needs to know about its run, read once per lane."""
+
+    run_id: UUID
+    project_id: UUID
+    total: int
+    case_count: int
+    chunk_size: int
+    agent_id: UUID
+    agent_limit: int | None
+    target: AgentTarget
+    context: dict[str, Any]
+    # Whether its AI judge checks wait for a judge (the server's key, or the project's own).
+    judge_configured: bool
+
+
+async def run_lane(state: WorkerState, run_id: UUID, chunk_no: int, job_id: str) -> int:
+    """Work through the run's chunks from this one until none is left; returns chunks done."""
+    # Each job runs in a task of its own: what it logs from here on names its run.
+    bind_log_context(run_id=run_id, job_id=job_id)
+    # The lane counts as load from its start, before its run is read: arq asks for room again
+    # within a tenth of a second, and must not start more lanes than this worker can serve.
+    load = MAX_CHUNK_SIZE
+    state.lane_calls += load
+    try:
+        claimed = await chunk_rows.claim(state.pool, run_id, chunk_no, job_id, state.worker_id)
+        if claimed is None:
+            return 0  # a stale duplicate job, or the chunk is already done
+        metrics.CHUNKS_CLAIMED.labels(claimed.kind).inc()
+        if claimed.kind == "judge":
+            state.lane_calls -= load  # judge work waits on the judge's slots, not the agent's
+            load = 0
+            await judge_chunk(state, run_id, chunk_no, job_id, claimed.seqs)
+            metrics.CHUNKS_DONE.labels("judge").inc()
+            return 1
+        plan = await _planned(state, run_id, ChunkRef(run_id, chunk_no, job_id))
+        if plan is None:
+            await _drop(state, run_id, chunk_no, job_id)
+            return 0
+        state.lane_calls += plan.chunk_size - load
+        load = plan.chunk_size
+        return await _work_through(state, plan, Held(chunk_no, job_id, claimed.attempt))
+    finally:
+        state.lane_calls -= load
+
+
+async def _planned(state: WorkerState, run_id: UUID, first: ChunkRef) -> RunPlan | None:
+    """The run marked running and its plan; a worker stopping meanwhile hands the lane's first
+    chunk back at once, rather than leave it to the reaper."""
+    try:
+        await run_rows.mark_running(state.pool, run_id)
+        return await _plan(state, run_id)
+    except asyncio.CancelledError:
+        await asyncio.shield(_hand_back(state, first))
+        raise
+
+
+async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
+    """The lane's chunks, one after another, until none is left for it; how many it did.
+
+    A chunk's answers are graded and stored while the next chunk's calls are in flight: between
+    two chunks the agent's slots wait for the next chunk's claim only, never for grading or a
+    transaction. The next chunk is claimed before the one before is stored, so a lane holds a
+    chunk from its start to its end, and one lost with its worker shows as a lane missing (the
+    reaper replaces it). A failed store ends the lane once the chunk after it is stored."""
+    current: Held | None = first
+    previous: asyncio.Task[None] | None = None
+    storing: asyncio.Task[None] | None = None
+    done = 0
+    try:
+        while current is not None:
+            with log_context(chunk_no=current.chunk_no):
+                calls = await _calls_for(state, plan, current)
+                answered = current
+                try:
+                    current = await _next_chunk(state, plan)
+                finally:
+                    # Claimed, or not: the answers in hand are stored either way.
+                    previous, storing = (
+                        storing,
+                        state.store_in_background(
+                            grade_and_store(
+                                state, plan.run_id, plan.judge_configured, answered, calls
+                            )
+                        ),
+                    )
+            done += 1
+            if previous is not None:
+                await _await_store(state, plan, previous, current)
+        if storing is not None:
+            await asyncio.shield(storing)
+        await _settle(state, plan.run_id)
+    finally:
+        # Stopping, or failing: the answers in hand are stored all the same.
+        unfinished = {task for task in (previous, storing) if task and not task.done()}
+        if unfinished:
+            await asyncio.shield(asyncio.wait(unfinished))
+    return done
+
+
+async def _settle(state: WorkerState, run_id: UUID) -> None:
+    """Every store of the lane has committed: if the run's last was among them, it settles now
+    (a failure here is the reaper's to mend, within a round)."""
+    try:
+        await settle_run(state.pool, run_id)
+    except (OSError, asyncpg.PostgresError):
+        log.warning("could not settle run %s; the reaper will", run_id, exc_info=True)
+
+
+async def _await_store(
+    state: WorkerState, plan: RunPlan, store: asyncio.Task[None], claimed: Held | None
+) -> None:
+    """Wait for the chunk before's store: long done by now (the calls took longer).
+
+    Shielded: a lane stopped here must not cancel a store whose answers are in hand. A lane
+    that ends here (stopped, or the store failed) gives back the chunk it claimed next."""
+    try:
+        await asyncio.shield(store)
+    except BaseException:
+        if claimed is not None:
+            await asyncio.shield(_hand_back(state, claimed.of_run(plan.run_id)))
+        raise
+
+
+async def _calls_for(
+    state: WorkerState, plan: RunPlan, held: Held
+) -> list[tuple[Item, AgentCallResult]]:
+    """The chunk's agent calls; hands the chunk back if the worker is stopping."""
+    state.held.add((plan.run_id, held.chunk_no))
+    answered = False
+    try:
+        items = await _items(state, plan, held)
+        # The project's quota of calls a minute to this agent's host, shared by every worker.
+        await state.host_pacer.turn(f"{plan.project_id}:{_host(plan.target.url)}", len(items))
+        calls = await _calls(state, plan, items)
+        answered = True
+        return calls
+    except asyncio.CancelledError:
+        # SIGTERM: give the chunk back, with a job of its own for another worker to take.
+        await asyncio.shield(_hand_back(state, held.of_run(plan.run_id)))
+        raise
+    finally:
+        if not answered:
+            # Handed back, or its heartbeat stops (an error, a failed hand-back): then the
+            # reaper gives it to another worker. Its store holds it from here otherwise.
+            state.held.discard((plan.run_id, held.chunk_no))
+
+
+async def _next_chunk(state: WorkerState, plan: RunPlan) -> Held | None:
+    """The run's next chunk, claimed for this lane; or queued for another worker to take (the
+    lane ends) when this one holds more than its share of the pool's work."""
+    claiming = asyncio.ensure_future(
+        chunk_rows.claim_next(state.pool, plan.run_id, state.worker_id)
+    )
+    try:
+        claimed = await asyncio.shield(claiming)
+    except asyncio.CancelledError:
+        # Stopping: a chunk claimed in the meantime goes back to the queue at once.
+        if (late := await claiming) is not None:
+            await asyncio.shield(_hand_back(state, late[0]))
+        raise
+    if claimed is None:
+        return None
+    chunk, attempt = claimed
+    if state.hand_over(plan.chunk_size):
+        metrics.LANES_HANDED_OVER.inc()
+        await asyncio.shield(_hand_back(state, chunk))
+        return None
+    metrics.CHUNKS_CLAIMED.labels("agent").inc()
+    return Held(chunk.chunk_no, chunk.job_id, attempt)
+
+
+async def _hand_back(state: WorkerState, chunk: ChunkRef) -> None:
+    """Return an unfinished chunk to the queue. arq re-queues only the lane's own job, which
+    cannot claim a later chunk of the lane: the chunk gets a job under its own job id."""
+    if await chunk_rows.hand_back(state.pool, chunk.run_id, chunk.chunk_no, chunk.job_id):
+        metrics.CHUNKS_HANDED_BACK.inc()
+        await enqueue_quietly(state.redis, state.settings.queue_name, [chunk])
+
+
+async def _drop(state: WorkerState, run_id: UUID, chunk_no: int, job_id: str) -> None:
+    """A chunk of a run that cannot go on (cancelled, failed, gone): mark it done, take no more."""
+    async with state.pool.acquire() as connection, connection.transaction():
+        await chunk_rows.finish(connection, run_id, chunk_no, job_id)
+
+
+async def _plan(state: WorkerState, run_id: UUID) -> RunPlan | None:
+    """The run's agent and context, or None when the run is no longer going on."""
+    run = await run_rows.run_by_id(state.pool, run_id)
+    if run is None or run.status not in CALLING_STATUSES:
+        return None
+    # A deleted agent leaves the run's agent_id null.
+    agent = (
+        None
+        if run.agent_id is None
+        else await agent_rows.get_agent(state.pool, run.project_id, run.agent_id)
+    )
+    if agent is None:
+        await _fail(state, run_id, "The agent was deleted while the run was going on.")
+        return None
+    dataset = await dataset_rows.get_dataset(state.pool, run.project_id, run.dataset_id)
+    assert run.chunk_size is not None, "a server-mode run is chunked when it is created"
+    return RunPlan(
+        run_id=run_id,
+        project_id=run.project_id,
+        total=run.total,
+        case_count=run.case_count,
+        chunk_size=run.chunk_size,
+        agent_id=agent.id,
+        agent_limit=agent.max_concurrency,
+        target=target_for(state.secret_key, agent),
+        context=(dataset.data_context if dataset else None) or {},
+        judge_configured=await state.judge_clients.for_project(run.project_id) is not None,
+    )
+
+
+async def _items(state: WorkerState, plan: RunPlan, held: Held) -> list[Item]:
+    """The chunk's (case, trial) items that have no result yet (all of them, but after a crash)."""
+    first = held.chunk_no * plan.chunk_size
+    indexes = range(first, min(first + plan.chunk_size, plan.total))
+    # Items are trial-major: every case once, then every case again for trial 2, ...
+    positions = sorted({index % plan.case_count + 1 for index in indexes})
+    pinned = await pinned_cases.pinned_at_positions(state.pool, plan.run_id, positions)
+    cases = {case.position: case for case in pinned}
+    # A chunk's results are stored in the transaction that marks it done: before a second
+    # attempt none of them can be there, so only a retry looks.
+    done = (
+        set()
+        if held.attempt == 1
+        else await case_results.existing(
+            state.pool, plan.run_id, [case.test_case_id for case in cases.values()]
+        )
+    )
+    items = [
+        Item(index // plan.case_count + 1, cases[index % plan.case_count + 1]) for index in indexes
+    ]
+    return [item for item in items if (item.case.test_case_id, item.trial) not in done]
+
+
+def _host(url: str) -> str:
+    """Where calls to this URL go: its host and port."""
+    origin = origin_of(url)
+    return f"{origin[1]}:{origin[2]}"
+
+
+async def _calls(
+    state: WorkerState, plan: RunPlan, items: list[Item]
+) -> list[tuple[Item, AgentCallResult]]:
+    """Each item's agent call, made at once; a cancelled run stops early and keeps the rest."""
+    tasks = [asyncio.create_task(_call(state, plan, item)) for item in items]
+    if not tasks:
+        return []
+    stop: asyncio.Future[Any] = asyncio.ensure_future(state.cancelled(plan.run_id).wait())
+    gathered: asyncio.Future[Any] = asyncio.gather(*tasks, return_exceptions=True)
+    try:
+        await asyncio.wait({gathered, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        for task in tasks:
+            task.cancel()  # no-op for finished ones; a cancelled run keeps what finished
+        await asyncio.gather(gathered, return_exceptions=True)
+    finished = [task for task in tasks if not task.cancelled()]
+    for task in finished:
+        if task.exception() is not None:
+            # A bug, not an agent failure (those are results): never drop the item silently,
+            # or the run could not complete. The chunk is retried, then the run fails.
+            raise RuntimeError("an agent call of a chunk failed") from task.exception()
+    return [task.result() for task in finished]
+
+
+async def _call(state: WorkerState, plan: RunPlan, item: Item) -> tuple[Item, AgentCallResult]:
+    """Call the agent for one item."""
+    case = item.case
+    body = {
+        "input": case.content.input,
+        "source": "agentlasso-test",
+        "test_case_id": str(case.test_case_id),
+        "run_id": str(plan.run_id),
+        "trial": item.trial,
+        "context": plan.context,
+    }
+    if plan.agent_limit is None:  # the usual case, without the shared lease's round trips
+        async with state.calls.slot(plan.project_id):
+            return item, await state.agent_client.call(plan.target, body)
+    # The agent's slot first: waiting on it must not hold one of this worker's call slots.
+    async with (
+        state.limiter.slot(plan.agent_id, plan.agent_limit),
+        state.calls.slot(plan.project_id),
+    ):
+        call = await state.agent_client.call(plan.target, body)
+    return item, call
+
+
+async def _fail(state: WorkerState, run_id: UUID, reason: str) -> None:
+    async with state.pool.acquire() as connection, connection.transaction():
+        run = await run_rows.lock_run_by_id(connection, run_id)
+        if run is None or run.is_final:
+            return
+        run = await run_gates.take_in(connection, run_id)
+        gate = Gate(pass_rate=run.pass_rate, ci_pass=False, ci_fail_reason=reason)
+        await run_rows.set_verdict(connection, run_id, "failed", gate)
+        await run_rows.notify(connection, run_id, "final")
+    metrics.RUNS_FINISHED.labels("failed").inc()
+    log.warning("run %s failed: %s", run_id, reason)
