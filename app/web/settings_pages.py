@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+from uuid import UUID
 
 import msgspec
 import msgspec.inspect
@@ -283,10 +284,7 @@ async def _settings_page(
     status_code: int = 200,
 ) -> Response[Any]:
     project_id = session_of(request).project_id
-    agent = await agent_service.default_agent(platform, project_id)
-    agents = await agent_service.list_agents(platform, project_id, 0, 100)
-    judge = await judge_service.get_judge_settings(platform, project_id)
-    values = _agent_values(agent) if agent_form is None else _typed_agent_values(agent_form)
+    saved = request.query_params
     return page(
         request,
         "settings.html",
@@ -294,35 +292,82 @@ async def _settings_page(
         keys=await key_service.list_project_keys(platform, project_id),
         new_key=new_key,
         key_sent_twice=key_sent_twice,
-        agent=agent,
-        agents=agents,
-        agent_values=values,
-        agent_errors=agent_errors or {},
-        test_call=test_call,
-        test_did=what_the_agent_did(observed(test_call)) if test_call else None,
-        test_errors=test_errors or {},
+        **await _agent_section(platform, project_id, agent_form, agent_errors),
+        **_test_call_section(test_call, test_errors),
         message=message,
-        agent_choices=[(str(each.id), each.name) for each in agents],
-        judge=judge,
-        judge_values={
+        **await _judge_section(platform, project_id, judge_form, judge_errors, key_test),
+        **await _traces_section(platform, project_id, retention_typed, trace_errors),
+        agent_saved=saved.get("agent_saved") is not None,
+        judge_saved=saved.get("judge_saved") is not None,
+        traces_saved=saved.get("traces_saved") is not None,
+        form_id=new_form_id(),
+    )
+
+
+async def _agent_section(
+    platform: Platform,
+    project_id: UUID,
+    agent_form: Mapping[str, Any] | None,
+    agent_errors: dict[str, str] | None,
+) -> dict[str, Any]:
+    """The agent form: the default agent's values, or what was typed when it was refused."""
+    agent = await agent_service.default_agent(platform, project_id)
+    agents = await agent_service.list_agents(platform, project_id, 0, 100)
+    values = _agent_values(agent) if agent_form is None else _typed_agent_values(agent_form)
+    return {
+        "agent": agent,
+        "agents": agents,
+        "agent_values": values,
+        "agent_errors": agent_errors or {},
+        "agent_choices": [(str(each.id), each.name) for each in agents],
+    }
+
+
+def _test_call_section(
+    test_call: AgentCallResult | None, test_errors: dict[str, str] | None
+) -> dict[str, Any]:
+    """The answer of a test call to the agent, and what the agent did in it."""
+    return {
+        "test_call": test_call,
+        "test_did": what_the_agent_did(observed(test_call)) if test_call else None,
+        "test_errors": test_errors or {},
+    }
+
+
+async def _judge_section(
+    platform: Platform,
+    project_id: UUID,
+    judge_form: Mapping[str, Any] | None,
+    judge_errors: dict[str, str] | None,
+    key_test: KeyTest | None,
+) -> dict[str, Any]:
+    """The AI judge form: its model (or the server's default) and its key."""
+    judge = await judge_service.get_judge_settings(platform, project_id)
+    return {
+        "judge": judge,
+        "judge_values": {
             "model": text(judge_form, "model") if judge_form else judge.model or "",
             "remove_key": "on" if judge_form and judge_form.get("remove_key") == "on" else "",
         },
-        model_choices=[
+        "model_choices": [
             ("", f"The server default ({platform.settings.judge_model})"),
             *((model, model) for model in sorted(platform.settings.judge_prices)),
         ],
-        judge_errors=judge_errors or {},
-        key_test=key_test,
-        agent_saved=request.query_params.get("agent_saved") is not None,
-        judge_saved=request.query_params.get("judge_saved") is not None,
-        retention_days=retention_typed
-        if retention_typed is not None
-        else str(await trace_service.retention_days(platform, project_id)),
-        trace_errors=trace_errors or {},
-        traces_saved=request.query_params.get("traces_saved") is not None,
-        form_id=new_form_id(),
-    )
+        "judge_errors": judge_errors or {},
+        "key_test": key_test,
+    }
+
+
+async def _traces_section(
+    platform: Platform,
+    project_id: UUID,
+    retention_typed: str | None,
+    trace_errors: dict[str, str] | None,
+) -> dict[str, Any]:
+    """The traces form: how many days traces are kept, or what was typed when it was refused."""
+    if retention_typed is None:
+        retention_typed = str(await trace_service.retention_days(platform, project_id))
+    return {"retention_days": retention_typed, "trace_errors": trace_errors or {}}
 
 
 def _typed_agent_values(form: Mapping[str, Any]) -> dict[str, str]:
