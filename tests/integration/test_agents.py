@@ -6,6 +6,7 @@ import contextlib
 import json
 import socket
 import threading
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -14,12 +15,15 @@ import asyncpg
 import httpx
 import msgspec
 import pytest
+from agentlasso.agents.headers import seal_headers
 from agentlasso.config import Settings
-from agentlasso.secrets_box import MISSING_KEY, SecretKeyError, generate_key
+from agentlasso.secrets_box import MISSING_KEY, SecretKeyError, generate_key, parse_key
 from agentlasso.server import create_app
 
+from tests.support.api import register_agent
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key
+from tests.support.fake_agent import FakeAgentServer, running_fake_agent
 
 SECRET = "Bearer sk-live-do-not-leak-4242"
 AGENT_REPLY = {
@@ -402,3 +406,67 @@ async def test_startup_without_a_secret_key_fails_with_the_remedy(settings: Sett
     assert [str(error) for error in raised] == [MISSING_KEY]
     assert "AGENTLASSO_SECRET_KEY is not set" in MISSING_KEY
     assert "agentlasso secret-key" in MISSING_KEY
+
+
+@pytest.mark.parametrize("value", [" Bearer secret-4242", "Bearer secret-4242 ", "\tsecret-4242"])
+async def test_header_values_h11_would_refuse_are_refused_at_registration(
+    client: httpx.AsyncClient, value: str
+) -> None:
+    response = await client.post(
+        "/api/v1/agents",
+        json={"name": "bot", "url": "http://127.0.0.1:9/a", "headers": {"authorization": value}},
+    )
+    body = assert_problem(response, 422, pointer="/headers/authorization")
+    assert "secret-4242" not in response.text, body
+
+
+async def test_a_stored_header_h11_refuses_never_shows_its_value(
+    client: httpx.AsyncClient, settings: Settings, database_url: str
+) -> None:
+    # An agent registered before validation matched h11: the value is stored, and refused
+    # by the HTTP library on every call. Its error text quoted the whole value.
+    with running_fake_agent() as agent:
+        agent_id = await register_agent(client, agent.url)
+        sealed = seal_headers(
+            parse_key(settings.secret_key or ""), uuid.UUID(agent_id), {"x-token": " sk-4242 "}
+        )
+        connection = await asyncpg.connect(database_url)
+        try:
+            await connection.execute(
+                "UPDATE agents SET headers_encrypted = $2 WHERE id = $1",
+                uuid.UUID(agent_id),
+                sealed,
+            )
+        finally:
+            await connection.close()
+        answer = await client.post(f"/api/v1/agents/{agent_id}/invoke", json={"input": "hi"})
+    assert answer.status_code == 200
+    assert answer.json()["error"].startswith("the request to the agent cannot be sent")
+    assert "sk-4242" not in answer.text
+
+
+@pytest.fixture
+def fake_agent_pair() -> Any:
+    with running_fake_agent() as first, running_fake_agent() as second:
+        yield first, second
+
+
+async def test_moving_the_url_to_another_origin_needs_the_headers_again(
+    client: httpx.AsyncClient, fake_agent_pair: tuple[FakeAgentServer, FakeAgentServer]
+) -> None:
+    mine, attackers = fake_agent_pair
+    agent_id = await register_agent(client, mine.url)  # with an Authorization header
+    moved = await client.patch(f"/api/v1/agents/{agent_id}", json={"url": attackers.url})
+    assert_problem(moved, 422, pointer="/headers")
+    # Same origin, another path: the headers stay.
+    same_origin = mine.url.replace("/agent", "/v2/agent")
+    assert (
+        await client.patch(f"/api/v1/agents/{agent_id}", json={"url": same_origin})
+    ).status_code == 200
+    # With the headers given again (or dropped), the move is accepted.
+    dropped = await client.patch(
+        f"/api/v1/agents/{agent_id}", json={"url": attackers.url, "headers": None}
+    )
+    assert dropped.status_code == 200 and dropped.json()["header_names"] == []
+    await client.post(f"/api/v1/agents/{agent_id}/invoke", json={"input": "hi"})
+    assert all("authorization" not in seen for seen in attackers.headers_seen)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -12,9 +13,11 @@ from agentlasso.config import Settings
 from agentlasso.devstack.demo import DEMO_AGENT_PATH
 from agentlasso.server import create_app
 
-from tests.support.api import create_dataset
+from tests.support.api import create_case, create_dataset, start_run
 from tests.support.assertions import assert_problem
 from tests.support.servers import serving
+
+NUL = "\x00"  # PostgreSQL text cannot hold it, so every field refuses it by name
 
 
 @pytest.fixture
@@ -238,3 +241,87 @@ async def test_the_demo_agent_refuses_json_nested_too_deeply(settings: Settings)
     (error,) = assert_problem(refused, 422)["errors"]
     assert error["pointer"].startswith("/input/0/k"), error
     assert answered.status_code == 200, answered.text
+
+
+async def test_nul_in_an_agent_error_a_client_posts_is_refused_naming_it(
+    client: httpx.AsyncClient,
+) -> None:
+    dataset = await create_dataset(client)
+    case = await create_case(client, dataset["id"])
+    run = await start_run(client, dataset_id=dataset["id"])
+    posted = await client.post(
+        "/api/v1/eval-run-results",
+        json={
+            "run_id": run["run_id"],
+            "results": [{"test_case_id": case["id"], "agent_error": NUL}],
+        },
+    )
+    assert_problem(posted, 422, pointer="/results/0/agent_error")
+
+
+async def test_nul_in_anything_written_is_a_422_naming_the_field(
+    client: httpx.AsyncClient,
+) -> None:
+    dataset = await create_dataset(client)
+    case_url = f"/api/v1/datasets/{dataset['id']}/test-cases"
+    refused: list[tuple[str, str, Any, str]] = [
+        ("POST", "/api/v1/datasets", {"name": f"a{NUL}b"}, "/name"),
+        ("POST", "/api/v1/datasets", {"name": "ok", "data_context": {"k": [f"v{NUL}"]}},
+         "/data_context/k/0"),
+        ("PATCH", f"/api/v1/datasets/{dataset['id']}", {"description": NUL}, "/description"),
+        ("POST", case_url, {"input": {"q": NUL}}, "/input/q"),
+        ("POST", case_url, {"input": "x", "checks": [{"type": "tool_called", "tool": NUL}]},
+         "/checks/0/tool"),
+        ("POST", case_url, {"input": "x", "expected_output": NUL}, "/expected_output"),
+        ("POST", "/api/v1/agents", {"name": NUL, "url": "http://127.0.0.1:9/a"}, "/name"),
+        ("POST", "/api/v1/eval-runs", {"dataset_id": dataset["id"], "labels": {"sha": NUL}},
+         "/labels/sha"),
+    ]  # fmt: skip
+    for method, url, body, pointer in refused:
+        response = await client.request(method, url, json=body)
+        assert_problem(response, 422, pointer=pointer)
+    imported = await client.post(
+        f"{case_url}/import",
+        content=msgspec.json.encode({"input": "ok"}) + b"\n" + msgspec.json.encode({"input": NUL}),
+        headers={"content-type": "application/x-ndjson"},
+    )
+    body = assert_problem(imported, 422, pointer="/input")
+    assert body["errors"][0]["line"] == 2
+
+
+async def test_a_checks_version_beyond_int32_is_a_422(client: httpx.AsyncClient) -> None:
+    dataset = await create_dataset(client)
+    url = f"/api/v1/datasets/{dataset['id']}/test-cases"
+    created = await client.post(url, json={"input": "x", "checks_version": 2**31})
+    assert_problem(created, 422, pointer="/checks_version")
+    case = await create_case(client, dataset["id"])
+    patched = await client.patch(f"/api/v1/test-cases/{case['id']}", json={"checks_version": 2**40})
+    assert_problem(patched, 422, pointer="/checks_version")
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        base64.urlsafe_b64encode(b"s99999999999999999999").decode().rstrip("="),
+        base64.urlsafe_b64encode(b"s-5").decode().rstrip("="),
+        base64.urlsafe_b64encode(b"s1e5").decode().rstrip("="),
+    ],
+)
+async def test_a_cursor_out_of_range_is_a_422(client: httpx.AsyncClient, cursor: str) -> None:
+    for url in ("/api/v1/datasets", "/api/v1/agents", "/api/v1/eval-runs"):
+        assert_problem(await client.get(url, params={"cursor": cursor}), 422, parameter="cursor")
+
+
+async def test_a_405_says_which_methods_are_allowed(client: httpx.AsyncClient) -> None:
+    response = await client.put("/api/v1/datasets")
+    assert_problem(response, 405)
+    assert set(response.headers["allow"].replace(" ", "").split(",")) >= {"GET", "POST"}
+
+
+async def test_a_case_with_more_than_a_hundred_checks_is_refused(client: httpx.AsyncClient) -> None:
+    dataset = await create_dataset(client)
+    checks = [{"type": "output_contains", "value": f"v{n}"} for n in range(101)]
+    response = await client.post(
+        f"/api/v1/datasets/{dataset['id']}/test-cases", json={"input": "x", "checks": checks}
+    )
+    assert_problem(response, 422, pointer="/checks")

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.api import create_dataset
+from tests.support.api import create_case, create_dataset
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key
 
@@ -28,6 +28,7 @@ GOOD = {
     "actual_tool_calls": [{"name": "orders.lookup"}, {"name": "stripe.refund", "arguments": "{}"}],
 }
 BAD = {"actual_output": "I guarantee a refund soon.", "actual_tool_calls": []}
+NUL = "\x00"  # PostgreSQL text cannot hold it; a reply may
 
 
 async def dataset_with_cases(
@@ -396,3 +397,29 @@ async def test_threshold_bounds_are_accepted(client: httpx.AsyncClient, threshol
         client, await dataset_with_cases(client, refund_cases(1)), pass_threshold=threshold
     )
     assert run["pass_threshold"] == threshold
+
+
+async def test_a_reply_holding_nul_is_stored_faithfully_and_graded(
+    client: httpx.AsyncClient,
+) -> None:
+    dataset = await create_dataset(client)
+    checks = [{"type": "output_contains", "value": "refund"}, {"type": "tool_called", "tool": "t"}]
+    case = await create_case(client, dataset["id"], checks=checks)
+    run = await start_run(client, dataset_id=dataset["id"])
+    reply = f"your refund{NUL}is on its way"
+    calls = [{"name": "t", "arguments": {f"k{NUL}": f"v{NUL}"}}]
+    posted = await client.post(
+        "/api/v1/eval-run-results",
+        json={
+            "run_id": run["run_id"],
+            "results": [
+                {"test_case_id": case["id"], "actual_output": reply, "actual_tool_calls": calls}
+            ],
+        },
+    )
+    # Before: PostgreSQL refused the NUL and the batch was a 500.
+    assert posted.status_code == 200, posted.text
+    assert posted.json()["results"][0]["pass_fail"] is True
+    stored = (await client.get(f"/api/v1/eval-runs/{run['run_id']}/results")).json()["items"]
+    assert stored[0]["actual_output"] == reply
+    assert stored[0]["actual_tool_calls"] == calls

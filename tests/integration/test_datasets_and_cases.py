@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.support.api import create_dataset
+from tests.support.api import create_case, create_dataset, start_run
 from tests.support.assertions import assert_problem
 
 
@@ -117,3 +117,48 @@ async def test_deleting_a_case_removes_it_from_the_dataset(client: httpx.AsyncCl
     listed = (await client.get(url)).json()
     assert [item["id"] for item in listed["items"]] == [ids[0], ids[2]]
     assert_problem(await client.get(f"/api/v1/test-cases/{ids[1]}"), 404)
+
+
+async def test_a_dataset_with_a_finished_run_is_deleted_and_its_run_stays_readable(
+    client: httpx.AsyncClient,
+) -> None:
+    dataset = await create_dataset(client)
+    case = await create_case(
+        client, dataset["id"], checks=[{"type": "output_contains", "value": "x"}]
+    )
+    run = await start_run(client, dataset_id=dataset["id"])
+    result = {"test_case_id": case["id"], "actual_output": "x"}
+    await client.post(
+        "/api/v1/eval-run-results", json={"run_id": run["run_id"], "results": [result]}
+    )
+
+    # Before: a foreign key from the run's pinned cases made this a 500.
+    deleted = await client.delete(f"/api/v1/datasets/{dataset['id']}")
+    assert deleted.status_code == 204, deleted.text
+
+    assert_problem(await client.get(f"/api/v1/datasets/{dataset['id']}"), 404)
+    assert_problem(await client.get(f"/api/v1/test-cases/{case['id']}"), 404)
+    listed = (await client.get("/api/v1/datasets")).json()["items"]
+    assert dataset["id"] not in [item["id"] for item in listed]
+    kept = (await client.get(f"/api/v1/eval-runs/{run['run_id']}")).json()
+    assert kept["status"] == "completed" and kept["ci_pass"] is True
+    results = (await client.get(f"/api/v1/eval-runs/{run['run_id']}/results")).json()["items"]
+    assert [item["actual_output"] for item in results] == ["x"]
+    again = await client.post("/api/v1/eval-runs", json={"dataset_id": dataset["id"]})
+    assert_problem(again, 404, pointer="/dataset_id")
+
+
+async def test_deleting_a_dataset_with_a_run_going_on_is_refused_naming_the_run(
+    client: httpx.AsyncClient,
+) -> None:
+    dataset = await create_dataset(client)
+    await create_case(client, dataset["id"])
+    run = await start_run(client, dataset_id=dataset["id"])
+
+    refused = assert_problem(await client.delete(f"/api/v1/datasets/{dataset['id']}"), 409)
+    assert run["run_id"] in refused["detail"]
+    assert (await client.get(f"/api/v1/datasets/{dataset['id']}")).status_code == 200
+
+    await client.post(f"/api/v1/eval-runs/{run['run_id']}/cancel")
+    assert (await client.delete(f"/api/v1/datasets/{dataset['id']}")).status_code == 204
+    assert (await client.get(f"/api/v1/eval-runs/{run['run_id']}")).json()["status"] == "cancelled"

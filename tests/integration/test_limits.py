@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 from agentlasso.config import Settings
 from agentlasso.server import create_app
 
-from tests.support.api import create_dataset, register_agent, start_run
+from tests.support.api import create_case, create_dataset, register_agent, start_run
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key
 from tests.support.fake_agent import running_fake_agent
@@ -155,3 +156,22 @@ async def test_a_few_projects_cannot_fill_the_servers_event_streams(
     assert all(statuses[0] == 200 for statuses in held), held
     served = sum(statuses.count(200) for statuses in held)
     assert served <= 10, held
+
+
+async def test_waiters_past_the_projects_cap_get_a_503(settings: Settings, api_key: str) -> None:
+    capped = msgspec.structs.replace(settings, max_waiters_per_project=2)
+    async with (
+        serving(create_app(capped)) as url,
+        httpx.AsyncClient(base_url=url, headers={"x-api-key": api_key}, timeout=30) as client,
+    ):
+        dataset = await create_dataset(client)
+        await create_case(client, dataset["id"])
+        run = await start_run(client, dataset_id=dataset["id"])
+        path = f"/api/v1/eval-runs/{run['run_id']}"
+        waiting = [asyncio.create_task(client.get(path, params={"wait_s": 3})) for _ in range(2)]
+        await asyncio.sleep(0.5)
+        refused = await client.get(path, params={"wait_s": 3})
+        answered = await asyncio.gather(*waiting)
+    body = assert_problem(refused, 503)
+    assert refused.headers["retry-after"] == "5" and "requests waiting" in body["detail"]
+    assert [answer.status_code for answer in answered] == [200, 200]

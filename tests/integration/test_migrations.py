@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
+from pathlib import Path
 
 import asyncpg
-from agentlasso.db.migrations import SQL_DIR, apply_migrations, migration_files
+import pytest
+from agentlasso.db.migrations import SQL_DIR, EditedMigration, apply_migrations, migration_files
 
-from tests.support.databases import ServerUrls, with_database
+from tests.support.databases import ServerUrls, drop_database, fresh_database, with_database
 from tests.support.schema import describe_schema
 
 
@@ -58,3 +61,19 @@ async def test_the_migrated_schema_is_the_checked_in_one(database_url: str) -> N
     finally:
         await connection.close()
     assert migrated == (SQL_DIR / "schema.sql").read_text(encoding="utf-8")
+
+
+async def test_a_migration_edited_after_it_was_applied_is_refused(
+    server_urls: ServerUrls, tmp_path: Path
+) -> None:
+    sql_dir = tmp_path / "sql"
+    shutil.copytree(SQL_DIR, sql_dir)
+    url = await fresh_database(server_urls.postgres_url, "agentlasso_edited")
+    try:
+        assert await apply_migrations(url, sql_dir) == []  # all applied by fresh_database
+        first = sorted(sql_dir.glob("0001_*.sql"))[0]
+        first.write_text(first.read_text() + "\n-- a quiet edit\n")
+        with pytest.raises(EditedMigration, match=first.name):
+            await apply_migrations(url, sql_dir)
+    finally:
+        await drop_database(server_urls.postgres_url, url)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 
 from tests.support.api import create_dataset
@@ -95,3 +97,35 @@ async def test_preview_bad_input(
                                     headers=other)  # fmt: skip
     assert_problem(response, 404)
     assert_problem(await anonymous.post("/api/v1/grading/preview", json={}), 401)
+
+
+async def test_a_hostile_preview_is_bounded_and_the_api_keeps_answering(
+    client: httpx.AsyncClient,
+) -> None:
+    # Before: `\pL{300}x` over a 2 MB reply graded on the event loop for about 11 s, and a
+    # case could carry any number of such patterns: one request stalled every tenant.
+    checks = [
+        {"type": "output_not_contains", "value": r"\pL{300}x", "regex": True},
+        {"type": "output_not_contains", "value": r"(a|b)*a(a|b){1000}c", "regex": True},
+        *(
+            {"type": "output_not_contains", "value": rf"(?:a|b){{{n}}}c", "regex": True}
+            for n in range(1, 60)
+        ),
+    ]
+    body = {"input": "q", "checks": checks, "actual_output": "ab" * 1_000_000}
+
+    async def health_while(task: asyncio.Task[httpx.Response]) -> int:
+        answered = 0
+        while not task.done():
+            assert (await client.get("/health", timeout=5)).status_code == 200
+            answered += 1
+        return answered
+
+    preview = asyncio.create_task(client.post("/api/v1/grading/preview", json=body))
+    answered = await health_while(preview)
+    response = await preview
+    assert response.status_code == 200, response.text
+    results = response.json()["result"]["check_results"]
+    assert results[0]["status"] == "failed" and "at most 5,000" in results[0]["detail"]
+    assert results[1]["status"] == "not_graded" and results[1]["detail"].startswith("Not run")
+    assert answered >= 1, "the API answered while the preview was graded"

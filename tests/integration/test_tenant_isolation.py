@@ -31,7 +31,7 @@ from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.services.api_keys import hash_key
 from agentlasso.services.case_drafts import draft_rows_of
 
-from tests.support.api import all_results, dataset_of, register_agent, start_run
+from tests.support.api import all_results, create_dataset, dataset_of, register_agent, start_run
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key
 from tests.support.fake_agent import REFUND_REPLY, FakeAgentServer, running_fake_agent
@@ -671,3 +671,22 @@ async def test_a_draft_is_reached_only_through_its_own_dataset(
     url = fill(f"/api/v1/datasets/{{own_dataset}}/drafts/{{draft}}/{action}", ids)
     assert_problem(await project_b.http.post(url), 404)
     assert_unchanged(before, await snapshot(project_a, fake_agent), f"{action} via B's dataset")
+
+
+async def test_a_run_cannot_point_at_another_projects_dataset_even_in_sql(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
+    dataset = await create_dataset(client)
+    connection = await asyncpg.connect(database_url)
+    try:
+        other_project = await connection.fetchval(
+            "INSERT INTO projects (name) VALUES ($1) RETURNING id", f"other-{uuid.uuid4().hex}"
+        )
+        with pytest.raises(asyncpg.ForeignKeyViolationError, match="eval_runs_dataset_project"):
+            await connection.execute(
+                "INSERT INTO eval_runs (id, project_id, dataset_id, mode, status, pass_threshold,"
+                " total) VALUES ($1, $2, $3, 'ci', 'awaiting_results', 1, 0)",
+                uuid.uuid4(), other_project, uuid.UUID(dataset["id"]),
+            )  # fmt: skip
+    finally:
+        await connection.close()

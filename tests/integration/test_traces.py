@@ -722,7 +722,7 @@ def _with_resource_attributes(body: bytes, encoding: str, count: int) -> bytes:
 async def test_a_json_request_has_a_lower_decompressed_limit_than_protobuf(
     client: httpx.AsyncClient,
 ) -> None:
-    # The defect's request: 11 million empty values, 33 MB of JSON, 32 KB gzipped.
+    # A gzip bomb: 11 million empty values, 33 MB of JSON, 32 KB gzipped.
     bomb = gzip.compress(_json_with_attribute(_json_array(11_000_000)))
     assert len(bomb) < 64 * 1024
     response = await export(client, bomb, {**JSON, "content-encoding": "gzip"})

@@ -26,6 +26,15 @@ async def create_dataset(client: httpx.AsyncClient, **fields: Any) -> dict[str, 
     return body
 
 
+async def create_case(client: httpx.AsyncClient, dataset_id: str, **fields: Any) -> dict[str, Any]:
+    """Create a test case (by default asking where a refund is) and return it."""
+    body = {"input": "where is my refund?", **fields}
+    response = await client.post(f"/api/v1/datasets/{dataset_id}/test-cases", json=body)
+    assert response.status_code == 201, response.text
+    case: dict[str, Any] = response.json()
+    return case
+
+
 async def register_agent(client: httpx.AsyncClient, url: str, **fields: Any) -> str:
     """Register an agent (with a secret header) and return its id."""
     body = {"name": "support bot", "url": url, "headers": {"authorization": "Bearer s3cret"}}
