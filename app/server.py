@@ -16,7 +16,6 @@ from agentlasso.api.agents import AgentController
 from agentlasso.api.case_drafts import CaseDraftController
 from agentlasso.api.comparisons import ComparisonController, FlakyController
 from agentlasso.api.datasets import DatasetController
-from agentlasso.devstack.demo_agent import demo_agent
 from agentlasso.api.health import health, ready
 from agentlasso.api.judge_settings import JudgeSettingsController
 from agentlasso.api.openapi import complete as complete_openapi
@@ -31,6 +30,7 @@ from agentlasso.coordination.rate_limits import TokenBucket
 from agentlasso.coordination.run_watch import RunWatcher
 from agentlasso.coordination.server_spend import ServerKeySpend
 from agentlasso.db.pool import create_pool
+from agentlasso.devstack.demo_agent import demo_agent
 from agentlasso.http.allowed_methods import AllowEveryMethod
 from agentlasso.http.auth import provide_platform, provide_project_id, require_api_key
 from agentlasso.http.problems import EXCEPTION_HANDLERS
