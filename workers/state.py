@@ -51,7 +51,7 @@ class WorkerState:
         self.pool = pool
         self.redis = redis
         self.agent_client = agent_client
-        # Set at start-up; which key and model judge a run is the project's (judge_clients).
+        # Set at start-up; which key and model judge a run is the project's (agentlasso.judge.keys).
         self.judge = judge
         self.judge_clients = JudgeClients(settings, pool, secret_key)
         self.secret_key = secret_key

@@ -6,7 +6,7 @@ re-grades the case with the verdicts, and replaces the provisional grade. Withou
 judge no call is ever made: those checks are not graded, saying so, and never pass.
 
 The API needs only this module, which loads no model SDK (that costs a process about 77 MB);
-asking the judge lives in judge_calls, which only workers import.
+asking the judge lives in calls, which only workers import.
 """
 
 from __future__ import annotations
