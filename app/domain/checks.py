@@ -1,9 +1,12 @@
 """The checks a test case carries, declared once: as they travel, are stored and are graded,
 and (in each class's `about`) as people are told of them.
 
-A new check type is its class here (with its `about` and `detail`), its grading function, its
-line in app/grading/registry.py and its form in app/web/templates/checks/<type>.html;
-tests/unit/test_check_types.py fails until all four are there.
+A new check type is its class here (with its `about` and `detail`, in the union and CheckType),
+its grading function, its line in app/grading/registry.py and its form in
+app/web/templates/checks/<type>.html; tests/unit/test_check_types.py fails until all four are
+there. The editor, the CLI, the generation prompt and schema follow from them; the generated
+docs/reference/checks.md is rewritten by `python -m tests.support.check_reference`, and the
+changed generation prompt bumps GENERATION_PROMPT_VERSION (app/generation/prompts.py).
 """
 
 from __future__ import annotations
