@@ -10,6 +10,7 @@ from urllib.parse import quote, urlsplit
 
 import msgspec
 from agentlasso.client import BucketCounts
+from agentlasso.domain import checks
 
 # GitHub refuses a comment longer than 65,536 characters; this leaves room to spare.
 MAX_COMMENT_CHARS = 65_000
@@ -21,18 +22,8 @@ CHECKS_SHOWN = 10
 CHECK_NAMES_SHOWN = 5
 URL_CHARS = 2_000
 
-# The names people know the check types by: a copy of agentlasso.web.case_form.PRODUCT_NAMES (that
-# module imports the server's, which a CI machine's commands may not); a unit test holds
-# the two equal.
-PRODUCT_NAMES: dict[str, str] = {
-    "tool_called": "Tool must be called",
-    "tool_not_called": "Tool must NOT be called",
-    "tool_order": "Tools called in this order",
-    "output_contains": "Output must contain",
-    "output_not_contains": "Forbidden in output",
-    "output_valid_json": "Output is valid JSON",
-    "llm_judge": "AI judge: meets a criterion",
-}
+# The names people know the check types by, by the type names the API reports.
+PRODUCT_NAMES: dict[str, str] = {name: text for name, text in checks.PRODUCT_NAMES.items()}
 BUCKET_NAMES: dict[str, str] = {
     "new_failure": "New failures",
     "fixed": "Fixed",

@@ -11,10 +11,12 @@ from typing import Any
 
 import msgspec
 from agentlasso.domain.case_drafts import CATEGORIES, CATEGORY_MEANINGS, AgentProfile, Slot
-from agentlasso.domain.checks import CHECK_TYPES
+from agentlasso.domain.checks import CHECK_CLASSES, CHECK_TYPES, type_of, written_fields
 from agentlasso.judge.prompt_data import DATA_ESCAPING, fenced
 
-# Stored with every generation: any change to the wording or the schemas below bumps it.
+# Stored with every generation: any change to the wording or the schemas below bumps it, and
+# they read every check type's fields and `about.asks` (app/domain/checks.py): a new check
+# type bumps it too.
 GENERATION_PROMPT_VERSION = "2026-12-02.1"
 # The forced tools, for models without structured outputs.
 PLAN_TOOL_NAME = "record_case_plan"
@@ -65,23 +67,41 @@ kind, the one tool it is mostly about (exactly as named in <agent_tools>, or "" 
 and its intent in one sentence. No two slots may test the same thing, nor repeat an \
 existing case. Answer in the JSON format given."""
 
-_CASE_TASK = """\
+
+def check_fields_prose() -> str:
+    """Which fields each check type uses, as each class's `about.asks` says, neighbours that ask
+    the same joined: `tool_called and tool_not_called use tool; tool_order uses tools ...`."""
+    groups: list[tuple[list[str], str]] = []
+    for check_class in CHECK_CLASSES:
+        name, asks = type_of(check_class), check_class.about.asks
+        if groups and groups[-1][1] == asks:
+            groups[-1][0].append(name)
+        else:
+            groups.append(([name], asks))
+    return "; ".join(
+        f"{' and '.join(names)} {'uses' if len(names) == 1 else 'use'} {asks}"
+        for names, asks in groups
+    )
+
+
+_CASE_TASK = (
+    """\
 Write the one test case that fills the slot in <slot>. Answer in the JSON format given:
 - input: the user's message to the agent, written as a real user would write it.
 - description: why this case exists: what it catches if the agent gets it wrong.
 - tools_expected: tools the agent should call; tools_forbidden: tools it must not call. Name \
 only tools listed in <agent_tools>, exactly as spelled there; leave a list empty when unsure.
 - checks: 1 to 5 checks. Each has a type, a severity (critical or minor) and the fields its \
-type uses (leave the others out): tool_called and tool_not_called use tool; tool_order uses \
-tools (in order); output_contains and output_not_contains use value (plain text, regex \
-false); output_valid_json uses nothing more; llm_judge uses criterion (one plain-English \
-claim about the reply). Prefer tool checks and short plain-text checks a program can apply; \
+type uses (leave the others out): """
+    + check_fields_prose()
+    + """. Prefer tool checks and short plain-text checks a program can apply; \
 use llm_judge for what only a reader can decide.
 - expected_output: what a good reply conveys, as content rather than wording ("States the \
 refund window is 30 days."), one claim where possible; "" when the checks say it all.
 - evaluation_type: BOOLEAN when the expectation is a fact that is there or not, SCORE when a \
 reply can be partly right.
 Describe what the agent should do by its instructions, not what it would plausibly say."""
+)
 
 
 def happy_path_cap(count: int) -> int:
@@ -108,11 +128,7 @@ def case_schema() -> dict[str, Any]:
         {
             "type": {"type": "string", "enum": list(CHECK_TYPES)},
             "severity": {"type": "string", "enum": ["critical", "minor"]},
-            "tool": {"type": "string"},
-            "tools": names,
-            "value": {"type": "string"},
-            "regex": {"type": "boolean"},
-            "criterion": {"type": "string"},
+            **_check_field_schemas(),
         },
         required=("type", "severity"),
     )
@@ -127,6 +143,28 @@ def case_schema() -> dict[str, Any]:
             "evaluation_type": {"type": "string", "enum": ["BOOLEAN", "SCORE"]},
         }
     )
+
+
+def _check_field_schemas() -> dict[str, Any]:
+    """Every field a check type has beyond id and severity, typed as its class types it, in the
+    order the classes first declare them."""
+    schemas: dict[str, Any] = {}
+    for check_class in CHECK_CLASSES:
+        types = {field.name: field.type for field in msgspec.structs.fields(check_class)}
+        for name in written_fields(check_class):
+            schemas.setdefault(name, _json_type(msgspec.inspect.type_info(types[name])))
+    return schemas
+
+
+def _json_type(field_type: msgspec.inspect.Type) -> dict[str, Any]:
+    """A check field's JSON schema as the generation asks for it: only its type, no bounds."""
+    if isinstance(field_type, msgspec.inspect.StrType):
+        return {"type": "string"}
+    if isinstance(field_type, msgspec.inspect.BoolType):
+        return {"type": "boolean"}
+    if isinstance(field_type, msgspec.inspect.VarTupleType | msgspec.inspect.ListType):
+        return {"type": "array", "items": _json_type(field_type.item_type)}
+    raise TypeError(f"a check field of type {field_type} has no JSON type for generation")
 
 
 def plan_params(

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 import msgspec
+from agentlasso.domain.field_errors import friendlier, pointer_from_path, with_named_field
 from agentlasso.errors import (
     AgentLassoError,
     BodyTooLarge,
@@ -18,9 +19,6 @@ from agentlasso.errors import (
     TooManyRequests,
     Unavailable,
     UnsupportedMediaType,
-    friendlier,
-    pointer_from_path,
-    with_named_field,
 )
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException

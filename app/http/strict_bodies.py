@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from agentlasso.domain.field_errors import field_error_from_msgspec
 from agentlasso.domain.json_nesting import TOO_DEEP, too_deep
-from agentlasso.errors import FieldError, InvalidInput, field_error_from_msgspec
+from agentlasso.errors import FieldError, InvalidInput
 from litestar import Request
 from litestar.handlers import HTTPRouteHandler
 from litestar.utils.scope.state import ScopeState

@@ -13,6 +13,7 @@ import msgspec
 from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import test_cases as case_rows
 from agentlasso.db.pool import Connection
+from agentlasso.domain.field_errors import field_error_from_msgspec
 from agentlasso.domain.json_nesting import TOO_DEEP, too_deep
 from agentlasso.domain.test_cases import TestCaseContent, TestCaseImportLine
 from agentlasso.errors import (
@@ -21,7 +22,6 @@ from agentlasso.errors import (
     InvalidInput,
     MalformedBody,
     NotFound,
-    field_error_from_msgspec,
 )
 from agentlasso.services.platform import Platform
 from agentlasso.services.test_cases import content_problems, count_new_cases, prepare_content

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentlasso.domain.case_results import StoredResult
+from agentlasso.domain.checks import PRODUCT_NAMES
 from agentlasso.domain.grades import Observation
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.test_cases import TestCaseContent
@@ -15,7 +16,6 @@ from agentlasso.http.auth import PlatformDep
 from agentlasso.http.pagination import parse_id
 from agentlasso.services import case_cards as card_service
 from agentlasso.web.agent_reply import observation_of, what_the_agent_did
-from agentlasso.web.case_form import PRODUCT_NAMES
 from agentlasso.web.highlight import checks_that_matched, marked_reply
 from agentlasso.web.rendering import page
 from agentlasso.web.sessions import session_of

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
+from agentlasso.domain.checks import PRODUCT_NAMES
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.test_cases import TestCase, TestCaseContent
 from agentlasso.domain.web import Revision
@@ -22,7 +23,7 @@ from agentlasso.services import test_cases as case_service
 from agentlasso.services.platform import Platform
 from agentlasso.web import case_form
 from agentlasso.web.agent_reply import pasted_fields, what_the_agent_did
-from agentlasso.web.case_form import PRODUCT_NAMES, CaseForm
+from agentlasso.web.case_form import CaseForm
 from agentlasso.web.forms import json_problem, text
 from agentlasso.web.objects import case_and_dataset_named, case_named, dataset_named
 from agentlasso.web.once import new_form_id, once

@@ -9,32 +9,27 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
 from agentlasso.api.test_cases import TestCaseCreate
-from agentlasso.domain.checks import CHECK_TYPES, CheckType
+from agentlasso.domain.checks import (
+    ABOUT,
+    COMMON_FIELDS,
+    PRODUCT_NAMES,
+    WRITTEN_FIELDS,
+    About,
+    CheckType,
+)
+from agentlasso.domain.field_errors import field_error_from_msgspec
 from agentlasso.domain.test_cases import TestCaseContent
-from agentlasso.errors import FieldError, field_error_from_msgspec
+from agentlasso.errors import FieldError
 from agentlasso.grading.legacy import criteria_checks
 from agentlasso.web.forms import in_words, json_problem, parsed_json
 
-# The names people know the check types by (the product's and the contract's).
-PRODUCT_NAMES: dict[CheckType, str] = {
-    "tool_called": "Tool must be called",
-    "tool_not_called": "Tool must NOT be called",
-    "tool_order": "Tools called in this order",
-    "output_contains": "Output must contain",
-    "output_not_contains": "Forbidden in output",
-    "output_valid_json": "Output is valid JSON",
-    "llm_judge": "AI judge: meets a criterion",
-}
-if tuple(PRODUCT_NAMES) != CHECK_TYPES:
-    raise ImportError("every check type needs its product name, in the documented order")
-
 # A check's fields, each shown by the form field of the same name.
-_CHECK_FIELDS = frozenset({"tool", "tools", "value", "regex", "criterion", "severity", "id"})
+_CHECK_FIELDS = frozenset(COMMON_FIELDS).union(*WRITTEN_FIELDS.values())
 _CASE_FIELDS = ("input", "description", "expected_output", "evaluation_type", "min_confidence")
 _CHECK_KEY = re.compile(r"^checks-(\d{1,3})-([a-z_]+)$")
 
@@ -55,6 +50,10 @@ class CheckForm(msgspec.Struct, kw_only=True):
     @property
     def product_name(self) -> str:
         return PRODUCT_NAMES[self.type]
+
+    @property
+    def about(self) -> About:
+        return ABOUT[self.type]
 
 
 class CaseForm(msgspec.Struct, kw_only=True):
@@ -201,19 +200,24 @@ def _older(form: CaseForm, errors: dict[str, str]) -> Any:
         return None
 
 
+# How each field a check type may have is read from its form field (a check type's fields are
+# its class's: agentlasso.domain.checks.WRITTEN_FIELDS). A test holds every field to a reader.
+FIELD_READERS: Mapping[str, Callable[[CheckForm], Any]] = {
+    "tool": lambda check: check.tool.strip(),
+    "tools": lambda check: [line.strip() for line in check.tools.splitlines() if line.strip()],
+    # The text as typed: its spaces may be what the check looks for.
+    "value": lambda check: check.value,
+    "regex": lambda check: check.regex,
+    "criterion": lambda check: check.criterion.strip(),
+}
+
+
 def _check_payload(check: CheckForm) -> dict[str, Any]:
     payload: dict[str, Any] = {"type": check.type, "severity": check.severity}
     if check.id:
         payload["id"] = check.id
-    if check.type in ("tool_called", "tool_not_called"):
-        payload["tool"] = check.tool.strip()
-    elif check.type == "tool_order":
-        payload["tools"] = [line.strip() for line in check.tools.splitlines() if line.strip()]
-    elif check.type in ("output_contains", "output_not_contains"):
-        payload["value"] = check.value
-        payload["regex"] = check.regex
-    elif check.type == "llm_judge":
-        payload["criterion"] = check.criterion.strip()
+    for field in WRITTEN_FIELDS[check.type]:
+        payload[field] = FIELD_READERS[field](check)
     return payload
 
 

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from uuid import UUID
 
 from agentlasso.domain.case_results import StoredResult
+from agentlasso.domain.checks import PRODUCT_NAMES
 from agentlasso.domain.comparisons import BUCKETS, Bucket, ComparedCase
 from agentlasso.domain.grades import CheckResult
 from agentlasso.domain.runs import Run
@@ -22,7 +23,6 @@ from agentlasso.services import datasets as dataset_service
 from agentlasso.services import runs as run_service
 from agentlasso.services.platform import Platform
 from agentlasso.web.agent_reply import observation_of, what_the_agent_did
-from agentlasso.web.case_form import PRODUCT_NAMES
 from agentlasso.web.rendering import page, percent, when
 from agentlasso.web.sessions import session_of
 from agentlasso.web.tool_alignment import align_tool_calls

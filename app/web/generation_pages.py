@@ -21,7 +21,6 @@ from agentlasso.services import case_generation
 from agentlasso.services import preview as preview_service
 from agentlasso.services.platform import Platform
 from agentlasso.web.case_editor import EDITOR_URL, act, editor_for, preview_view
-from agentlasso.web.case_form import PRODUCT_NAMES
 from agentlasso.web.forms import by_field, checked, json_field, optional_text, text
 from agentlasso.web.objects import dataset_named
 from agentlasso.web.rendering import page, redirect
@@ -224,6 +223,6 @@ async def _review(
         request, "case_drafts.html", status_code=status_code, dataset=dataset,
         groups=[g for g in groups if g[2]], pending_ids={draft.id for draft in pending},
         pending=len(pending), bars=bars, most=max([n for _, _, n in bars] + [1]),
-        preview=preview, problem=problem, product_names=PRODUCT_NAMES,
+        preview=preview, problem=problem,
         notices=dict(request.query_params),
     )  # fmt: skip

@@ -8,7 +8,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import urlencode
 from uuid import UUID
 
-from agentlasso.domain.checks import CHECK_TYPES, CheckType, Severity
+from agentlasso.domain.checks import CHECK_TYPES, PRODUCT_NAMES, CheckType, Severity
 from agentlasso.domain.runs import Run, RunStatus
 from agentlasso.domain.web import ResultFilter, ResultRow
 from agentlasso.errors import FieldError, InvalidInput
@@ -17,7 +17,6 @@ from agentlasso.http.pagination import decode_cursor, next_cursor, parse_id
 from agentlasso.services import agents as agent_service
 from agentlasso.services import datasets as dataset_service
 from agentlasso.services import runs as run_service
-from agentlasso.web.case_form import PRODUCT_NAMES
 from agentlasso.web.once import new_form_id
 from agentlasso.web.rendering import page, redirect
 from agentlasso.web.run_live import summary_context

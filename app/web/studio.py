@@ -9,7 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from agentlasso.api.datasets import DatasetCreate
-from agentlasso.domain.checks import CHECK_TYPES, Severity, type_of
+from agentlasso.domain.checks import CHECK_TYPES, PRODUCT_NAMES, Severity, type_of
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.test_cases import TestCase
 from agentlasso.domain.web import CaseFilter
@@ -19,7 +19,6 @@ from agentlasso.http.pagination import decode_cursor, next_cursor
 from agentlasso.services import datasets as dataset_service
 from agentlasso.services import test_cases as case_service
 from agentlasso.services import transfer
-from agentlasso.web.case_form import PRODUCT_NAMES
 from agentlasso.web.forms import (
     by_field,
     checked,

@@ -15,9 +15,8 @@ from urllib.parse import urlencode
 import msgspec
 from agentlasso.db.trace_lists import TraceFilters
 from agentlasso.db.traces import TraceRow
-from agentlasso.domain.checks import Check, ToolCalled, ToolNotCalled, ToolOrder, type_of
+from agentlasso.domain.checks import Check
 from agentlasso.traces.cases import case_input
-from agentlasso.web.case_form import PRODUCT_NAMES
 from agentlasso.web.forms import text
 
 # One page of the list: Add to dataset takes at most this many traces at once.
@@ -125,11 +124,8 @@ def offered_checks(checks: Sequence[Check]) -> list[OfferedCheck]:
 
 def check_label(check: Check) -> str:
     """A check as its checkbox reads: its product name, what it names, its severity."""
-    name = PRODUCT_NAMES[type_of(type(check))]
-    if isinstance(check, ToolCalled | ToolNotCalled):
-        name = f"{name}: {check.tool}"
-    elif isinstance(check, ToolOrder):
-        name = f"{name}: {' → '.join(check.tools)}"
+    detail = check.detail()
+    name = f"{check.about.name}: {detail}" if detail else check.about.name
     return f"{name} ({check.severity})"
 
 

@@ -19,7 +19,7 @@ from agentlasso.cli.pr_comment import (
     write_comment_file,
 )
 from agentlasso.client import BucketCounts
-from agentlasso.web import case_form
+from agentlasso.domain.checks import PRODUCT_NAMES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -431,7 +431,7 @@ def test_a_bound_too_small_for_the_heading_and_counts_is_refused() -> None:
 
 
 def test_the_check_names_are_the_products() -> None:
-    assert pr_comment.PRODUCT_NAMES == case_form.PRODUCT_NAMES
+    assert pr_comment.PRODUCT_NAMES == PRODUCT_NAMES
 
 
 def test_the_comment_file_is_utf8(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agentlasso.domain.checks import (
+    PRODUCT_NAMES,
     LlmJudge,
     OutputContains,
     OutputNotContains,
@@ -11,7 +12,6 @@ from agentlasso.domain.checks import (
 )
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.web import case_form
-from agentlasso.web.case_form import PRODUCT_NAMES
 
 
 def posted(**fields: str) -> dict[str, str]:

@@ -1,0 +1,44 @@
+"""How a msgspec validation error names the field it is about, and says so in words that name
+the check types when a check's type is unknown."""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+from agentlasso.domain.checks import CHECK_TYPES
+from agentlasso.errors import FieldError
+
+_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[\"([^\"]*)\"\]")
+# Messages that name the field themselves: the pointer should end at that field.
+_NAMED_FIELD = re.compile(r"Object (?:contains unknown|missing required) field `([^`]*)`")
+
+
+def pointer_from_path(path: str) -> str:
+    """`.checks[0].tool` -> `/checks/0/tool`."""
+    parts = [name or index or key for name, index, key in _STEP.findall(path)]
+    return "".join("/" + part.replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def field_error_from_msgspec(error: msgspec.ValidationError) -> FieldError:
+    """The field a msgspec validation error is about, and what is wrong with it."""
+    message = str(error)
+    match = _PATH.search(message)
+    path = match.group("path") if match else ""
+    detail = message[: match.start()] if match else message
+    pointer = with_named_field(pointer_from_path(path), detail)
+    return FieldError(pointer=pointer or "/", detail=friendlier(detail, pointer))
+
+
+def with_named_field(pointer: str, detail: str) -> str:
+    """Extend the pointer to the field a message names (a missing or unknown field)."""
+    named = _NAMED_FIELD.match(detail)
+    return f"{pointer}/{named.group(1)}" if named else pointer
+
+
+def friendlier(detail: str, pointer: str) -> str:
+    """Say what an unknown check type is, rather than msgspec's generic wording."""
+    if pointer.endswith("/type") and "/checks/" in pointer and detail.startswith("Invalid value"):
+        return f"{detail}: unknown check type; expected one of {', '.join(CHECK_TYPES)}."
+    return detail
