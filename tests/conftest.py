@@ -21,6 +21,7 @@ from tests.support.databases import ServerUrls, drop_database, fresh_database, n
 from tests.support.processes import WorkerProcesses, api_process
 from tests.support.servers import serving
 from tests.support.web import browser, signed_in_csrf
+from tests.support.wheel import build_wheel_from_clone
 
 
 @pytest.fixture(scope="session")
@@ -41,6 +42,12 @@ def server_urls() -> Iterator[ServerUrls]:
             yield ServerUrls(embedded.database_url, embedded.redis_url)
     finally:
         remove_embedded_data(data_dir)
+
+
+@pytest.fixture(scope="session")
+def agentlasso_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel `pip wheel --no-deps` builds from a clean clone of HEAD, once per run."""
+    return build_wheel_from_clone(tmp_path_factory.mktemp("wheel"))
 
 
 @pytest_asyncio.fixture(scope="session")

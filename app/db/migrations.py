@@ -13,9 +13,8 @@ from pathlib import Path
 
 import asyncpg
 
-# In a checkout the migrations sit beside the package; an installed image says where they are.
-# sql/ is the package agentlasso.migrations, so a wheel carries it and an editable checkout
-# reads it in place.
+# sql/ is the package agentlasso.migrations: a wheel (and so the image) carries the files
+# inside the installed package, and an editable checkout reads them in place.
 SQL_DIR = Path(str(resources.files("agentlasso.migrations")))
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 # Any fixed number: it serialises concurrent `migrate` runs (API and worker starting together).

