@@ -23,15 +23,20 @@ def with_database(url: str, database: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{database}"))
 
 
-async def fresh_database(server_url: str, prefix: str = "agentlasso_test") -> str:
-    """A new, migrated database on this server; its URL."""
+async def empty_database(server_url: str, prefix: str = "agentlasso_test") -> str:
+    """A new database on this server, without a table; its URL."""
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = await asyncpg.connect(server_url)
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')
     finally:
         await admin.close()
-    url = with_database(server_url, name)
+    return with_database(server_url, name)
+
+
+async def fresh_database(server_url: str, prefix: str = "agentlasso_test") -> str:
+    """A new, migrated database on this server; its URL."""
+    url = await empty_database(server_url, prefix)
     await apply_migrations(url)
     return url
 
