@@ -15,11 +15,11 @@ import io
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 from agentlasso.cli.main import main as agentlasso_main
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.processes import ROOT
+
 PAGE = ROOT / "docs" / "reference" / "cli.md"
 # argparse wraps help to the terminal's width: a fixed one makes the page the same everywhere.
 HELP_COLUMNS = "100"

@@ -26,7 +26,9 @@ def ci_test_command() -> str:
 
 
 @pytest.fixture(scope="module")
-def build(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+def build(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     """`mkdocs build --strict` into a fresh folder: its outcome, and the site."""
     site = tmp_path_factory.mktemp("site")
     # Material prints a banner about its successor on every build; it is not a build warning.
@@ -60,7 +62,9 @@ def test_the_built_site_loads_nothing_from_another_origin(
     assert done.returncode == 0, done.stdout + done.stderr
     remote = re.compile(r"""<(?:script|link|img)\b[^>]*\b(?:src|href)=["']?(?:https?:)?//""")
     offenders = [
-        str(page.relative_to(site)) for page in site.rglob("*.html") if remote.search(page.read_text())
+        str(page.relative_to(site))
+        for page in site.rglob("*.html")
+        if remote.search(page.read_text())
     ]
     assert offenders == []
 
