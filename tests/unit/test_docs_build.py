@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli_docs import ROOT
+from tests.support.processes import ROOT
 
 README_LIMIT_BYTES = 8 * 1024
+# A script, stylesheet or image fetched from another origin: what an offline build must not hold.
+REMOTE_ASSET = re.compile(r"""<(?:script|link|img)\b[^>]*\b(?:src|href)=["']?(?:https?:)?//""")
 DEV_COMMAND = (
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]' && .venv/bin/agentlasso dev"
 )
@@ -60,13 +62,19 @@ def test_the_built_site_loads_nothing_from_another_origin(
 ) -> None:
     done, site = build
     assert done.returncode == 0, done.stdout + done.stderr
-    remote = re.compile(r"""<(?:script|link|img)\b[^>]*\b(?:src|href)=["']?(?:https?:)?//""")
     offenders = [
         str(page.relative_to(site))
         for page in site.rglob("*.html")
-        if remote.search(page.read_text())
+        if REMOTE_ASSET.search(page.read_text())
     ]
     assert offenders == []
+
+
+def test_a_remote_asset_is_recognised() -> None:
+    assert REMOTE_ASSET.search('<link rel="stylesheet" href="https://fonts.googleapis.com/css">')
+    assert REMOTE_ASSET.search("<script src=//cdn.example.com/mermaid.js></script>")
+    assert not REMOTE_ASSET.search('<a href="https://example.com">a link</a>')
+    assert not REMOTE_ASSET.search('<script src="../assets/javascripts/bundle.js"></script>')
 
 
 def test_the_readme_is_a_front_door() -> None:
