@@ -371,7 +371,7 @@ def print_targets(bench: Bench, rows: list[Row], ideal_s: float) -> None:
     )
     print(
         f"DB connections a worker: at most AGENTLASSO_DB_POOL_MAX = {settings.db_pool_max} "
-        "(README, docs/operations.md). File descriptors and Redis connections have no documented "
+        "(docs/guides/operations.md). File descriptors and Redis connections have no documented "
         "bound; a worker's fds are about its agent connections (<= its concurrency) + DB + Redis."
     )
     print(

@@ -1,4 +1,5 @@
-"""Every setting an operator can give is in the README, so none is found only by reading code."""
+"""Every setting an operator can give is in the documentation (the README and docs/), so none is
+found only by reading code."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ def documented_variables(readme: str) -> set[str]:
     return found
 
 
-def test_every_environment_variable_is_in_the_readme() -> None:
-    documented = documented_variables((ROOT / "README.md").read_text())
+def documentation() -> str:
+    """The README and every page of docs/."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return "\n".join(page.read_text() for page in pages)
+
+
+def test_every_environment_variable_is_documented() -> None:
+    documented = documented_variables(documentation())
     assert sorted(set(ENVIRONMENT_VARIABLES.values()) - documented) == []
