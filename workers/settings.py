@@ -79,11 +79,12 @@ async def startup(ctx: dict[str, Any]) -> None:
     await send_heartbeat(state)  # listed as live at once, not a heartbeat later
     _observe(state)
     metrics_port = ctx.get("metrics_port") or settings.metrics_port
+    stale_s = settings.chunk_stale_s
     if metrics_port:
         ctx["metrics_server"] = await serve_worker_port(
             settings.metrics_host,
             metrics_port,
-            lambda: liveness(state, settings.chunk_stale_s),
+            lambda: liveness(state, stale_s),
             lambda: refresh_queue_gauges(state.redis, settings.queue_name),
         )
     board = ctx["load_board"] = LoadBoard(state.redis, settings.queue_name)
@@ -92,14 +93,9 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["duties"] = [
         asyncio.create_task(watch_loop_lag()),
         asyncio.create_task(every(BALANCE_S, lambda: balance_lanes(state, board))),
-        asyncio.create_task(every(settings.chunk_stale_s / 4, lambda: send_heartbeat(state))),
+        asyncio.create_task(every(stale_s / 4, lambda: send_heartbeat(state))),
         asyncio.create_task(every(CANCEL_CHECK_S, lambda: watch_cancellations(state))),
-        asyncio.create_task(
-            every(
-                settings.chunk_stale_s / 4,
-                lambda: reap(state, settings.chunk_stale_s, LOST_AFTER_S),
-            )
-        ),
+        asyncio.create_task(every(stale_s / 4, lambda: reap(state, stale_s, LOST_AFTER_S))),
         asyncio.create_task(
             every(TRACE_READ_S, lambda: read_waiting_traces(state.pool, trace_limits(settings)))
         ),

@@ -20,7 +20,9 @@ import msgspec
 
 # A field without a default of its own must be given when its Struct is made directly.
 NO_DEFAULT: Any = msgspec.NODEFAULT
-_BOUNDS = ("gt", "le")
+# Of the bounds msgspec's Meta may hold, gt and le are read; another would be kept by msgspec's
+# decoding but not by reading the environment, so a declaration giving one is refused.
+_UNREAD_BOUNDS = ("ge", "lt", "min_length", "max_length", "pattern")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,17 +84,13 @@ def _declared(struct: type[msgspec.Struct], field: msgspec.structs.FieldInfo) ->
     envs = [item for item in metadata if isinstance(item, Env)]
     if typing.get_origin(field.type) is not typing.Annotated or len(envs) != 1:
         raise TypeError(f"{struct.__name__}.{field.name} is not declared with one Env")
-    bounds = {
-        name: value
-        for meta in metadata
-        if isinstance(meta, msgspec.Meta)
-        for name in ("gt", "ge", "lt", "le", "min_length", "max_length", "pattern")
-        if (value := getattr(meta, name)) is not None
-    }
-    if set(bounds) - set(_BOUNDS):
-        raise TypeError(f"{struct.__name__}.{field.name}: only gt and le are read from Meta")
+    metas = [item for item in metadata if isinstance(item, msgspec.Meta)]
+    if any(getattr(meta, name) is not None for meta in metas for name in _UNREAD_BOUNDS):
+        raise TypeError(f"{struct.__name__}.{field.name}: of Meta's bounds only gt and le are read")
+    more_than = next((meta.gt for meta in metas if meta.gt is not None), None)
+    at_most = next((meta.le for meta in metas if meta.le is not None), None)
     default = _default(field, envs[0])
-    return Declared(field.name, kind, envs[0], default, bounds.get("gt"), bounds.get("le"))
+    return Declared(field.name, kind, envs[0], default, more_than, at_most)
 
 
 def _default(field: msgspec.structs.FieldInfo, env: Env) -> Any:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import msgspec
-from agentlasso.config.declaring import NO_DEFAULT, declared
+from agentlasso.config.declaring import NO_DEFAULT, Declared, declared
 from agentlasso.config.parsing import SettingRefused, is_given, parse, parse_url_setting
 from agentlasso.config.settings import ClientSettings, Settings
 
@@ -20,8 +20,7 @@ def read_settings(struct: type[S], environ: Mapping[str, str]) -> S:
     SettingRefused for a value that cannot be its setting."""
     values: dict[str, Any] = {}
     for setting in declared(struct):
-        raw = environ.get(setting.variable)
-        if raw is not None and is_given(setting, raw):
+        if (raw := _given(setting, environ)) is not None:
             values[setting.field] = parse(setting, raw)
         elif setting.env.default is not NO_DEFAULT:
             values[setting.field] = setting.env.default
@@ -30,15 +29,25 @@ def read_settings(struct: type[S], environ: Mapping[str, str]) -> S:
 
 def read_setting(struct: type[msgspec.Struct], field: str, environ: Mapping[str, str]) -> Any:
     """One setting of `struct` from `environ`, or its default; SettingRefused as above."""
-    (setting,) = [setting for setting in declared(struct) if setting.field == field]
-    raw = environ.get(setting.variable)
-    return parse(setting, raw) if raw is not None and is_given(setting, raw) else setting.default
+    setting = _setting(struct, field)
+    raw = _given(setting, environ)
+    return setting.default if raw is None else parse(setting, raw)
 
 
 def given_text(struct: type[msgspec.Struct], field: str) -> str | None:
     """The text of the variable that gives `field`, or None when it is unset or empty."""
-    (variable,) = [item.variable for item in declared(struct) if item.field == field]
-    return os.environ.get(variable) or None
+    return os.environ.get(_setting(struct, field).variable) or None
+
+
+def _setting(struct: type[msgspec.Struct], field: str) -> Declared:
+    (setting,) = [setting for setting in declared(struct) if setting.field == field]
+    return setting
+
+
+def _given(setting: Declared, environ: Mapping[str, str]) -> str | None:
+    """The variable's text when it sets the setting; None when it is unset (or empty)."""
+    raw = environ.get(setting.variable)
+    return raw if raw is not None and is_given(setting, raw) else None
 
 
 def load_settings() -> Settings:

@@ -292,8 +292,8 @@ class LogSettings(msgspec.Struct, frozen=True, kw_only=True):
     """How a server command logs: read before the rest, so a setting refused is logged so."""
 
     log_format: Annotated[LogFormat, LOGS("AGENTLASSO_LOG_FORMAT")] = "text"
-    """`json`: one JSON object a line on stderr, for a log pipeline (`agentlasso dev` always
-    logs text)."""
+    """How log lines are written: `text` for people, `json` (one JSON object a line on stderr)
+    for a log pipeline; `agentlasso dev` always logs text."""
     log_level: Annotated[LogLevel, LOGS("AGENTLASSO_LOG_LEVEL")] = "INFO"
     """The least level logged."""
 
