@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from typing import Any
 from uuid import UUID
@@ -39,8 +38,6 @@ from agentlasso_workers.upkeep import (
 )
 
 DEFAULT_CONCURRENCY = 100
-# A chunk whose worker has not beaten for this long is taken to be dead and redone.
-STALE_AFTER_S = float(os.environ.get("AGENTLASSO_CHUNK_STALE_S") or 20)
 # Accepted trace requests are looked for this often; expired traces, less often.
 TRACE_READ_S = 0.25
 TRACE_EXPIRY_S = 60.0
@@ -82,11 +79,12 @@ async def startup(ctx: dict[str, Any]) -> None:
     await send_heartbeat(state)  # listed as live at once, not a heartbeat later
     _observe(state)
     metrics_port = ctx.get("metrics_port") or settings.metrics_port
+    stale_s = settings.chunk_stale_s
     if metrics_port:
         ctx["metrics_server"] = await serve_worker_port(
             settings.metrics_host,
             metrics_port,
-            lambda: liveness(state, STALE_AFTER_S),
+            lambda: liveness(state, stale_s),
             lambda: refresh_queue_gauges(state.redis, settings.queue_name),
         )
     board = ctx["load_board"] = LoadBoard(state.redis, settings.queue_name)
@@ -95,11 +93,9 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["duties"] = [
         asyncio.create_task(watch_loop_lag()),
         asyncio.create_task(every(BALANCE_S, lambda: balance_lanes(state, board))),
-        asyncio.create_task(every(STALE_AFTER_S / 4, lambda: send_heartbeat(state))),
+        asyncio.create_task(every(stale_s / 4, lambda: send_heartbeat(state))),
         asyncio.create_task(every(CANCEL_CHECK_S, lambda: watch_cancellations(state))),
-        asyncio.create_task(
-            every(STALE_AFTER_S / 4, lambda: reap(state, STALE_AFTER_S, LOST_AFTER_S))
-        ),
+        asyncio.create_task(every(stale_s / 4, lambda: reap(state, stale_s, LOST_AFTER_S))),
         asyncio.create_task(
             every(TRACE_READ_S, lambda: read_waiting_traces(state.pool, trace_limits(settings)))
         ),

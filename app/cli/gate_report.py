@@ -3,7 +3,6 @@ console lines of a CI log, JUnit XML, and a GitHub step summary."""
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -13,6 +12,7 @@ from typing import TextIO
 
 import msgspec
 from agentlasso.client import CaseResult, Counts, JudgeUsage, RunGate, case_card_url
+from agentlasso.config import load_client_settings
 
 # Characters XML 1.0 cannot carry: an agent's reply may contain any of them.
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -46,7 +46,7 @@ def finish(report: GateReport, junit: Path | None, out: TextIO = sys.stdout) -> 
     print_report(report, out)
     if junit is not None:
         junit.write_bytes(junit_xml("agentlasso", report))
-    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    summary_path = load_client_settings().step_summary
     if summary_path:
         append_text(Path(summary_path), step_summary("AgentLasso", report))
     return exit_code(report.gate)

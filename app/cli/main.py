@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from agentlasso.cli.server import add_server_commands
 from agentlasso.client import MAX_RESULTS_PER_POST
+from agentlasso.config import load_client_settings
 
 GATE_COMMAND_HELP = (
     "Reads AGENTLASSO_URL (default http://127.0.0.1:8000) and AGENTLASSO_API_KEY. Exits 0 when"
@@ -77,14 +77,14 @@ def _compare_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _api_key() -> str | None:
-    key = os.environ.get("AGENTLASSO_API_KEY")
+    key = load_client_settings().api_key
     if not key:
         print("error: set AGENTLASSO_API_KEY to a project API key", file=sys.stderr)
     return key
 
 
 def _base_url() -> str:
-    return os.environ.get("AGENTLASSO_URL") or "http://127.0.0.1:8000"
+    return load_client_settings().url
 
 
 def _fraction(text: str) -> float:

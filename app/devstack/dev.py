@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from agentlasso.config import Settings, given_text
 from agentlasso.devstack.demo import DemoIds, seed_demo
 from agentlasso.devstack.ports import LOOPBACK, free_port, preferred_or_free_port
 from agentlasso.devstack.processes import ChildProcess, ServiceStartError, spawn, wait_until
@@ -90,8 +91,8 @@ def _start_platform(
 
 def _backing_services(data_dir: Path) -> EmbeddedServices:
     """The database and Redis from the environment, or embedded servers for those missing."""
-    database_url = os.environ.get("DATABASE_URL") or None
-    redis_url = os.environ.get("REDIS_URL") or None
+    database_url = given_text(Settings, "database_url")
+    redis_url = given_text(Settings, "redis_url")
     for name, url in (("DATABASE_URL", database_url), ("REDIS_URL", redis_url)):
         if url is None:
             logger.info("%s is not set: starting an embedded server in %s", name, data_dir)

@@ -11,6 +11,7 @@ import copy
 import logging
 import sys
 import time
+import typing
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
@@ -18,11 +19,10 @@ from types import MappingProxyType, TracebackType
 from typing import IO, Any
 
 import msgspec
+from agentlasso.config import LogFormat, LogLevel, LogSettings, read_setting
 
-LOG_FORMATS = ("text", "json")
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-FORMAT_VARIABLE = "AGENTLASSO_LOG_FORMAT"
-LEVEL_VARIABLE = "AGENTLASSO_LOG_LEVEL"
+LOG_FORMATS: tuple[str, ...] = typing.get_args(LogFormat)
+LOG_LEVELS: tuple[str, ...] = typing.get_args(LogLevel)
 TEXT_FORMAT = "%(levelname)s %(name)s: %(message)s"
 REDACTED = "[redacted]"
 
@@ -52,25 +52,12 @@ _log_context: ContextVar[Mapping[str, object]] = ContextVar(
 
 def log_format_from_env(environ: Mapping[str, str]) -> str:
     """AGENTLASSO_LOG_FORMAT: `text` (when unset or empty) or `json`; ValueError otherwise."""
-    return _choice(environ, FORMAT_VARIABLE, LOG_FORMATS, "text")
+    return str(read_setting(LogSettings, "log_format", environ))
 
 
 def log_level_from_env(environ: Mapping[str, str]) -> str:
     """AGENTLASSO_LOG_LEVEL: a level name, `INFO` when unset or empty; ValueError otherwise."""
-    return _choice(environ, LEVEL_VARIABLE, LOG_LEVELS, "INFO")
-
-
-def _choice(
-    environ: Mapping[str, str], variable: str, allowed: tuple[str, ...], default: str
-) -> str:
-    """One of `allowed` (in any case), read from `environ`, or `default` when it is not set."""
-    raw = environ.get(variable, "").strip()
-    if not raw:
-        return default
-    for value in allowed:
-        if value.lower() == raw.lower():
-            return value
-    raise ValueError(f"{variable} must be one of {', '.join(allowed)}, got {raw!r}")
+    return str(read_setting(LogSettings, "log_level", environ))
 
 
 def configure_logging(
