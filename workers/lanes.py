@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 from uuid import UUID
 
@@ -28,12 +29,24 @@ from agentlasso.grading import Gate
 from agentlasso.observability import metrics
 from agentlasso.observability.logs import bind_log_context, log_context
 from agentlasso.queue import enqueue_quietly
+from agentlasso.services.recording import CaseTrial, ChunkRecording, record_chunk
 from agentlasso.services.run_settling import settle_run
-from agentlasso_workers.chunk_store import Held, Item, grade_and_store
 from agentlasso_workers.judge_chunks import judge_chunk
 from agentlasso_workers.state import WorkerState
 
 log = logging.getLogger("agentlasso.lanes")
+
+
+class Held(msgspec.Struct, frozen=True):
+    """A chunk a lane holds: which, under which job, and on which attempt."""
+
+    chunk_no: int
+    job_id: str
+    attempt: int
+
+    def of_run(self, run_id: UUID) -> ChunkRef:
+        """The chunk as a job names it."""
+        return ChunkRef(run_id, self.chunk_no, self.job_id)
 
 
 class RunPlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -116,11 +129,7 @@ async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
                     # Claimed, or not: the answers in hand are stored either way.
                     previous, storing = (
                         storing,
-                        state.store_in_background(
-                            grade_and_store(
-                                state, plan.run_id, plan.judge_configured, answered, calls
-                            )
-                        ),
+                        state.store_in_background(_record(state, plan, answered, calls)),
                     )
             done += 1
             if previous is not None:
@@ -134,6 +143,26 @@ async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
         if unfinished:
             await asyncio.shield(asyncio.wait(unfinished))
     return done
+
+
+async def _record(
+    state: WorkerState, plan: RunPlan, held: Held, calls: list[tuple[CaseTrial, AgentCallResult]]
+) -> None:
+    """Record the chunk's answers (graded, stored, counted, announced); the chunk is held, and
+    its heartbeat sent, until they are."""
+    run_id = plan.run_id
+    chunk = ChunkRecording(
+        held.chunk_no, held.job_id, lambda: state.progress_due(run_id, time.monotonic())
+    )
+    queue = (state.redis, state.settings.queue_name)
+    try:
+        await record_chunk(
+            state.pool, queue, run_id, chunk, calls, plan.judge_configured,
+            state.settings.grading_budget_s,
+        )  # fmt: skip
+        metrics.CHUNKS_DONE.labels("agent").inc()
+    finally:
+        state.held.discard((run_id, held.chunk_no))
 
 
 async def _settle(state: WorkerState, run_id: UUID) -> None:
@@ -162,7 +191,7 @@ async def _await_store(
 
 async def _calls_for(
     state: WorkerState, plan: RunPlan, held: Held
-) -> list[tuple[Item, AgentCallResult]]:
+) -> list[tuple[CaseTrial, AgentCallResult]]:
     """The chunk's agent calls; hands the chunk back if the worker is stopping."""
     state.held.add((plan.run_id, held.chunk_no))
     answered = False
@@ -252,7 +281,7 @@ async def _plan(state: WorkerState, run_id: UUID) -> RunPlan | None:
     )
 
 
-async def _items(state: WorkerState, plan: RunPlan, held: Held) -> list[Item]:
+async def _items(state: WorkerState, plan: RunPlan, held: Held) -> list[CaseTrial]:
     """The chunk's (case, trial) items that have no result yet (all of them, but after a crash)."""
     first = held.chunk_no * plan.chunk_size
     indexes = range(first, min(first + plan.chunk_size, plan.total))
@@ -270,7 +299,8 @@ async def _items(state: WorkerState, plan: RunPlan, held: Held) -> list[Item]:
         )
     )
     items = [
-        Item(index // plan.case_count + 1, cases[index % plan.case_count + 1]) for index in indexes
+        CaseTrial(index // plan.case_count + 1, cases[index % plan.case_count + 1])
+        for index in indexes
     ]
     return [item for item in items if (item.case.test_case_id, item.trial) not in done]
 
@@ -282,8 +312,8 @@ def _host(url: str) -> str:
 
 
 async def _calls(
-    state: WorkerState, plan: RunPlan, items: list[Item]
-) -> list[tuple[Item, AgentCallResult]]:
+    state: WorkerState, plan: RunPlan, items: list[CaseTrial]
+) -> list[tuple[CaseTrial, AgentCallResult]]:
     """Each item's agent call, made at once; a cancelled run stops early and keeps the rest."""
     tasks = [asyncio.create_task(_call(state, plan, item)) for item in items]
     if not tasks:
@@ -306,7 +336,9 @@ async def _calls(
     return [task.result() for task in finished]
 
 
-async def _call(state: WorkerState, plan: RunPlan, item: Item) -> tuple[Item, AgentCallResult]:
+async def _call(
+    state: WorkerState, plan: RunPlan, item: CaseTrial
+) -> tuple[CaseTrial, AgentCallResult]:
     """Call the agent for one item."""
     case = item.case
     body = {

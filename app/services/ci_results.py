@@ -9,29 +9,24 @@ from uuid import UUID
 
 import msgspec
 from agentlasso.coordination.run_watch import Subscription
-from agentlasso.db import case_results, pinned_cases, run_counts, run_gates
-from agentlasso.db import chunks as chunk_rows
+from agentlasso.db import case_results, pinned_cases
 from agentlasso.db import runs as run_rows
-from agentlasso.db.pool import Connection
 from agentlasso.domain.case_results import NewResult, Reported, StoredResult
 from agentlasso.domain.grades import CaseResult
 from agentlasso.domain.runs import ChunkRef, Counters, Run
 from agentlasso.domain.stored_text import nul_problems
-from agentlasso.domain.test_cases import PinnedCase, TestCaseContent
-from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound
-from agentlasso.grading import grade_case, observation_from_wire
-from agentlasso.judge.judging import immediate_verdicts
+from agentlasso.domain.test_cases import PinnedCase
+from agentlasso.errors import FieldError, InvalidInput, NotFound
 from agentlasso.off_loop import off_loop_when_many
 from agentlasso.queue import enqueue_quietly
 from agentlasso.services import judge_settings
 from agentlasso.services.grading_pool import batch_budget_s, grade_off_loop
 from agentlasso.services.platform import Platform
+from agentlasso.services.recording import BatchRecording, Reply, grade, store
 from agentlasso.services.run_settling import settle_run
 
 # A client may ask to wait longer than the server's default, up to this.
 MAX_JUDGE_WAIT_S = 120
-# Cases per judge chunk: small, so verdicts for a batch spread over the workers.
-JUDGE_CHUNK = 10
 
 
 class PostedResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, gc=False):
@@ -91,18 +86,13 @@ def batch_problems(results: list[PostedResult]) -> list[FieldError]:
     return problems
 
 
-def grade_posted(
-    content: TestCaseContent,
-    posted: PostedResult,
-    judge_configured: bool,
-    out_of_time: Callable[[], bool],
-) -> tuple[CaseResult, bool]:
-    """Grade one posted result; True when its AI judge checks must wait for verdicts."""
-    observation = observation_from_wire(
-        _read(posted.actual_output), _read(posted.actual_tool_calls), agent_error=posted.agent_error
-    )
-    verdicts, pending = immediate_verdicts(content, observation, judge_configured)
-    return grade_case(content, observation, verdicts, out_of_time), pending
+def posted_reply(case: PinnedCase, posted: PostedResult) -> Reply:
+    """A posted result as the recording path takes it: what it reports, decoded to grade."""
+    return Reply(
+        case=case, trial=1, actual_output=_read(posted.actual_output),
+        actual_tool_calls=_read(posted.actual_tool_calls), reported=posted.reported(),
+        agent_error=posted.agent_error,
+    )  # fmt: skip
 
 
 class _CheckedBatch(msgspec.Struct, frozen=True):
@@ -163,11 +153,15 @@ async def record_results(
         ),
         batch_budget_s(platform.settings.grading_budget_s, len(results)),
     )
+    recording = BatchRecording(project_id, checked.case_ids, graded.counts)
     async with platform.pool.acquire() as connection, connection.transaction():
-        run, judge_work = await _store_batch(connection, project_id, run_id, checked, graded)
+        stored = await store(connection, run_id, graded.rows, recording)
+    assert stored is not None, "a batch is stored, or refused"
+    assert stored.run is not None, "a batch settles its run"
     return RecordedBatch(
-        run=run, graded=graded.cases, case_ids=checked.case_ids, judge_work=judge_work
-    )
+        run=stored.run, graded=graded.cases, case_ids=checked.case_ids,
+        judge_work=stored.judge_work,
+    )  # fmt: skip
 
 
 class _GradedBatch(msgspec.Struct, frozen=True):
@@ -193,55 +187,12 @@ def _grade_batch(
     new_results: list[NewResult] = []
     for posted, case_id in zip(results, parsed, strict=True):
         assert case_id is not None
-        case = pinned[case_id]
-        result, pending = grade_posted(case.content, posted, judge_configured, out_of_time)
+        reply = posted_reply(pinned[case_id], posted)
+        result, row = grade(run_id, reply, judge_configured, out_of_time)
         graded.append(GradedCase(test_case_id=posted.test_case_id, result=result))
-        new_results.append(
-            NewResult.graded_as(
-                run_id, case_id, 1, case.revision_id, result, posted.reported(),
-                agent_error=posted.agent_error, judge_pending=pending,
-            )
-        )  # fmt: skip
+        new_results.append(row)
     counts = Counters.counting(result.flags() for result in new_results)
     return _GradedBatch(graded, new_results, counts)
-
-
-async def _store_batch(
-    connection: Connection,
-    project_id: UUID,
-    run_id: UUID,
-    checked: _CheckedBatch,
-    graded: _GradedBatch,
-) -> tuple[Run, list[ChunkRef]]:
-    # The run row lock serialises batches of one run (a case posted in two batches at once is
-    # replaced once), and holds the run while results that have no foreign key to it go in.
-    # The counts go to a tally like a worker's, taken into the row before the gate is decided.
-    run = await run_rows.lock_run(connection, project_id, run_id)
-    assert run is not None
-    if run.status == "cancelled":
-        raise Conflict("The run was cancelled; it takes no more results.")
-    if run.mode != "ci":
-        raise Conflict("This run calls the agent itself (server mode); it takes no posted results.")
-    replaced = await case_results.delete_replaced(connection, run_id, 1, checked.case_ids)
-    await case_results.copy_results(connection, graded.rows)
-    await run_counts.add(connection, run_id, graded.counts.less(Counters.counting(replaced)))
-    waiting = graded.counts.judge_pending > 0
-    judge_work = await _judge_chunks(connection, run_id, checked.case_ids) if waiting else []
-    run = await run_gates.store_gate(connection, await run_gates.take_in(connection, run_id))
-    # Long-polls and the run's page follow a CI run as its batches arrive (one NOTIFY a batch).
-    await run_rows.notify(connection, run_id, "final" if run.is_final else "progress")
-    return run, judge_work
-
-
-async def _judge_chunks(
-    connection: Connection, run_id: UUID, case_ids: list[UUID]
-) -> list[ChunkRef]:
-    """Judge chunks for the batch's results that wait for verdicts."""
-    seqs = await case_results.pending_seqs(connection, run_id, case_ids)
-    return [
-        await chunk_rows.create_judge_chunk(connection, run_id, seqs[start : start + JUDGE_CHUNK])
-        for start in range(0, len(seqs), JUDGE_CHUNK)
-    ]
 
 
 async def record_and_judge(
