@@ -7,20 +7,21 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from agentlasso.db import case_results, run_counts
+from agentlasso.db import case_results
 from agentlasso.db import chunks as chunk_rows
 from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import runs as run_rows
 from agentlasso.db.run_counts import JudgeSpend
 from agentlasso.domain.case_results import AwaitingJudge, JudgedResult
-from agentlasso.domain.grades import JudgeVerdict, Observation
+from agentlasso.domain.grades import JudgeVerdict
 from agentlasso.domain.judging import JudgeRecord
-from agentlasso.domain.runs import Counters, Run
-from agentlasso.grading import grade_case, judge_requests, observation_from_wire
+from agentlasso.domain.runs import Run
+from agentlasso.grading import judge_requests
 from agentlasso.judge.calls import Judge, RunJudging
 from agentlasso.judge.judging import NO_JUDGE
 from agentlasso.judge.pricing import cost_usd
 from agentlasso.observability import metrics
+from agentlasso.services import recording
 from agentlasso.services.grading_pool import grade_off_loop
 from agentlasso.services.run_settling import settle_run
 from agentlasso_workers.state import WorkerState
@@ -79,7 +80,7 @@ async def _judge_one(
     judging: RunJudging,
     budget_s: float,
 ) -> JudgedResult:
-    observation = _stored_observation(case)
+    observation = recording.stored_observation(case)
     verdicts: dict[str, JudgeVerdict] = {}
     records: list[JudgeRecord] = []
     for request in judge_requests(case.content, observation):
@@ -93,40 +94,20 @@ async def _judge_one(
         verdicts[request.check_id] = verdict
         records.append(record)
     result = await grade_off_loop(
-        lambda out_of_time: grade_case(case.content, observation, verdicts, out_of_time), budget_s
+        lambda out_of_time: recording.regrade(case, verdicts, out_of_time), budget_s
     )
     return JudgedResult(seq=case.seq, result=result, records=tuple(records))
-
-
-def _stored_observation(case: AwaitingJudge) -> Observation:
-    return observation_from_wire(
-        case.reported.actual_output,
-        case.reported.actual_tool_calls,
-        agent_error=case.agent_error,
-    )
 
 
 async def _store(
     state: WorkerState, run_id: UUID, chunk_no: int, job_id: str, judged: list[JudgedResult]
 ) -> None:
-    """Replace provisional grades and count what they change and cost, then settle the run
-    (its last verdict may be among them). The run's row is neither updated nor locked here."""
+    """Put the final grades in and finish the judge chunk, then settle the run (its last
+    verdict may be among them)."""
     async with state.pool.acquire() as connection, connection.transaction():
-        # Results replaced since (a CI client posting a case again) are no longer pending: the
-        # rows are locked, so a batch replacing one now waits, and counts the final grade.
-        still = {
-            case.seq: case
-            for case in await case_results.lock_pending(connection, run_id, [j.seq for j in judged])
-        }
-        judged = [case for case in judged if case.seq in still]
-        if judged:
-            await case_results.set_judged(connection, run_id, judged)
-            before = [still[case.seq].flags for case in judged]
-            after = [case.flags(still[case.seq].flags) for case in judged]
-            spend, refused = _spend(state, judged)
-            await run_counts.add(
-                connection, run_id, Counters.replacing(before, after), spend, refused
-            )
+        await recording.store_verdicts(
+            connection, run_id, judged, lambda judged: _spend(state, judged)
+        )
         await chunk_rows.finish(connection, run_id, chunk_no, job_id)
         # Unthrottled: a CI batch waiting for these verdicts looks again when woken.
         await run_rows.notify(connection, run_id, "progress")

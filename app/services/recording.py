@@ -14,6 +14,10 @@ in, and so what makes a second attempt safe:
 - a CI batch (BatchRecording) goes in under the run's row lock, which serialises the run's
   batches: a case posted again replaces its earlier result (what that counted for is taken
   off), and the batch settles the run in its own transaction, holding the lock already.
+
+A case whose AI judge checks wait for verdicts is stored with a provisional grade; a judge
+chunk (workers/judge_chunks.py) then grades it again with the verdicts (`regrade`) and puts
+the final grade in its place (`store_verdicts`), counting what changed in the run's tallies.
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ from agentlasso.db import case_results, run_counts, run_gates
 from agentlasso.db import chunks as chunk_rows
 from agentlasso.db import runs as run_rows
 from agentlasso.db.pool import Connection
+from agentlasso.db.run_counts import JudgeSpend
 from agentlasso.domain.agent_calls import AgentCall
-from agentlasso.domain.case_results import NewResult, Reported
-from agentlasso.domain.grades import CaseResult
+from agentlasso.domain.case_results import AwaitingJudge, JudgedResult, NewResult, Reported
+from agentlasso.domain.grades import CaseResult, JudgeVerdict, Observation
 from agentlasso.domain.runs import ChunkRef, Counters, Run
 from agentlasso.domain.test_cases import PinnedCase
 from agentlasso.errors import Conflict
@@ -262,3 +267,42 @@ async def record_chunk(
         stored = await store(connection, run_id, rows, chunk)
     if stored is not None:
         await enqueue_quietly(*queue, stored.judge_work)
+
+
+def regrade(
+    case: AwaitingJudge, verdicts: dict[str, JudgeVerdict], out_of_time: Callable[[], bool]
+) -> CaseResult:
+    """A stored case's final grade: what its agent did, as stored, graded with the verdicts."""
+    return grade_case(case.content, stored_observation(case), verdicts, out_of_time)
+
+
+def stored_observation(case: AwaitingJudge) -> Observation:
+    """What a case waiting for the judge observed, read back from what was stored."""
+    return observation_from_wire(
+        case.reported.actual_output, case.reported.actual_tool_calls, agent_error=case.agent_error
+    )
+
+
+async def store_verdicts(
+    connection: Connection,
+    run_id: UUID,
+    judged: Sequence[JudgedResult],
+    spend_of: Callable[[Sequence[JudgedResult]], tuple[JudgeSpend, str | None]],
+) -> None:
+    """Final grades in place of the provisional ones, counting what they change and what their
+    verdicts cost (`spend_of`: the spend, and why the run judges no more), in the caller's
+    transaction. The run's row is neither updated nor locked: its tallies take the counts."""
+    # Results replaced since (a CI client posting a case again) are no longer pending: the rows
+    # are locked, so a batch replacing one now waits, and counts the final grade.
+    still = {
+        case.seq: case
+        for case in await case_results.lock_pending(connection, run_id, [j.seq for j in judged])
+    }
+    judged = [case for case in judged if case.seq in still]
+    if not judged:
+        return
+    await case_results.set_judged(connection, run_id, judged)
+    before = [still[case.seq].flags for case in judged]
+    after = [case.flags(still[case.seq].flags) for case in judged]
+    spend, refused = spend_of(judged)
+    await run_counts.add(connection, run_id, Counters.replacing(before, after), spend, refused)

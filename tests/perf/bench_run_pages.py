@@ -35,7 +35,7 @@ import msgspec
 from agentlasso.db import result_rows
 
 from tests.perf.bench_web import signed_in
-from tests.perf.harness import body_chunks, new_key, server_urls
+from tests.perf.harness import UNLIMITED, body_chunks, new_key, server_urls
 from tests.support.databases import drop_database, fresh_database
 from tests.support.processes import SECRET_KEY, api_process
 
@@ -288,6 +288,7 @@ def main() -> None:
         env = {
             "AGENTLASSO_SECRET_KEY": SECRET_KEY,
             "AGENTLASSO_QUEUE": f"agentlasso:bench:{os.getpid()}",
+            **UNLIMITED,
         }
         try:
             with api_process(database_url, redis_url, env) as (base_url, _pid):

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import httpx
 
-from tests.perf.harness import body_chunks, delayed_agent, new_key, server_urls
+from tests.perf.harness import UNLIMITED, body_chunks, delayed_agent, new_key, server_urls
 from tests.support.databases import drop_database, fresh_database
 from tests.support.processes import SECRET_KEY, api_process
 
@@ -227,7 +227,7 @@ def main() -> None:
         database_url = asyncio.run(fresh_database(postgres_url, "agentlasso_bench"))
         env = {
             "AGENTLASSO_SECRET_KEY": SECRET_KEY, "AGENTLASSO_ALLOW_PRIVATE_AGENTS": "1",
-            "AGENTLASSO_QUEUE": f"agentlasso:bench:{os.getpid()}",
+            "AGENTLASSO_QUEUE": f"agentlasso:bench:{os.getpid()}", **UNLIMITED,
         }  # fmt: skip
         try:
             with (

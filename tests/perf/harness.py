@@ -136,3 +136,15 @@ def delayed_agent(delay_ms: float, reply_bytes: int = 0) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+# A page benchmark times pages, not the limits on them: one signed-in client asks for pages far
+# faster than a person (issue 23's per-session rate, the project's rate, the preview quota).
+UNLIMITED = {
+    name: "1000000"
+    for name in (
+        "AGENTLASSO_WEB_RATE_LIMIT_PER_S", "AGENTLASSO_WEB_RATE_LIMIT_BURST",
+        "AGENTLASSO_RATE_LIMIT_PER_S", "AGENTLASSO_RATE_LIMIT_BURST",
+        "AGENTLASSO_QUOTA_PREVIEW_CALLS_PER_MIN", "AGENTLASSO_QUOTA_AGENT_HOST_CALLS_PER_MIN",
+    )
+}  # fmt: skip

@@ -65,3 +65,26 @@ def test_only_the_configuration_reads_the_environment() -> None:
         and READS_THE_ENVIRONMENT.search(path.read_text(encoding="utf-8"))
     ]
     assert readers == [], "read settings through agentlasso.config, declared in its settings"
+
+
+# Variables the guides may name that are not AgentLasso's settings: the test harness's, and the
+# GitHub Actions variable the CI gate guide's workflow reads.
+NOT_OURS = {"AGENTLASSO_REQUIRE_BROWSER", "AGENTLASSO_CHROMIUM", "AGENTLASSO_DATASET"}
+
+
+def test_every_variable_the_docs_and_deploy_files_name_is_declared() -> None:
+    # The guides repeat some settings where they explain them; a renamed or removed setting
+    # must not live on there, nor in a manifest that would set it for nothing.
+    declared_names = {s.variable for struct in DECLARED for s in declared(struct)}
+    # The contract is left out: it specifies settings of features not built yet (sections 13-18).
+    docs = [path for path in ROOT.glob("docs/**/*.md") if path.name != "contract.md"]
+    files = [*docs, ROOT / "README.md", *ROOT.glob("deploy/**/*")]
+    named = {
+        (path.relative_to(ROOT).as_posix(), name)
+        for path in files
+        if path.is_file() and path.suffix not in {".json", ".png"}
+        for name in re.findall(r"\bAGENTLASSO_[A-Z0-9_]*[A-Z0-9]", path.read_text("utf-8"))
+    }
+    assert (
+        sorted((path, name) for path, name in named if name not in declared_names | NOT_OURS) == []
+    )
