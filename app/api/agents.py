@@ -28,18 +28,7 @@ from litestar.params import FromPath, JSONBody
 
 def agent_out(agent: domain.Agent) -> Agent:
     """The API shape of an agent: header names, never their values."""
-    return Agent(
-        id=str(agent.id),
-        name=agent.name,
-        url=agent.url,
-        header_names=list(agent.header_names),
-        timeout_s=agent.timeout_s,
-        max_concurrency=agent.max_concurrency,
-        system_prompt=agent.system_prompt,
-        tools=agent.tools,
-        created_at=agent.created_at,
-        updated_at=agent.updated_at,
-    )
+    return msgspec.convert(agent, Agent, from_attributes=True)
 
 
 class AgentController(Controller):

@@ -21,15 +21,7 @@ from litestar.params import FromPath, JSONBody
 
 def dataset_out(dataset: domain.Dataset) -> Dataset:
     """The API shape of a dataset."""
-    return Dataset(
-        id=str(dataset.id),
-        name=dataset.name,
-        description=dataset.description,
-        data_context=dataset.data_context,
-        case_count=dataset.case_count,
-        created_at=dataset.created_at,
-        updated_at=dataset.updated_at,
-    )
+    return msgspec.convert(dataset, Dataset, from_attributes=True)
 
 
 class DatasetController(Controller):

@@ -30,6 +30,7 @@ from agentlasso.schemas.runs import (
     Run,
     RunCreate,
     RunPage,
+    RunStatus,
     RunTestCase,
 )
 from agentlasso.services import runs, start_run
@@ -45,7 +46,6 @@ MAX_WAIT_S = 120
 CASES_PER_PAGE = 500
 _encoder = msgspec.json.Encoder()
 RECONNECT_MS = 2000
-RunStatus = domain.RunStatus
 WaitS = Annotated[
     float,
     QueryParameter(

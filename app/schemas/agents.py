@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any
+from uuid import UUID
 
 import msgspec
 from agentlasso.domain.agent_headers import HEADER_NAME, HEADER_VALUE, RESERVED_HEADERS
@@ -23,8 +24,6 @@ def _any_case(word: str) -> str:
 
 
 _RESERVED = "|".join(_any_case(name) for name in sorted(RESERVED_HEADERS))
-
-
 HeaderName = Annotated[
     str,
     msgspec.Meta(
@@ -36,34 +35,18 @@ HeaderName = Annotated[
         }
     ),
 ]
-
-
 HeaderValue = Annotated[
     str, msgspec.Meta(max_length=8192, extra_json_schema={"pattern": f"^{HEADER_VALUE.pattern}$"})
 ]
-
-
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-
-
 Url = Annotated[
     str,
     msgspec.Meta(min_length=1, max_length=2048, extra_json_schema={"pattern": AGENT_URL_PATTERN}),
 ]
-
-
 Headers = Annotated[dict[HeaderName, HeaderValue], msgspec.Meta(max_length=64)]
-
-
 TimeoutS = Annotated[float, msgspec.Meta(ge=1, le=300)]
-
-
 MaxConcurrency = Annotated[int, msgspec.Meta(ge=1, le=10_000)]
-
-
 SystemPrompt = Annotated[str, msgspec.Meta(max_length=200_000)]
-
-
 Tools = Annotated[list[dict[str, Any]], msgspec.Meta(max_length=1000)]
 
 
@@ -94,7 +77,7 @@ class AgentUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 class Agent(msgspec.Struct, kw_only=True):
     """An agent as the API shows it: header names, never their values."""
 
-    id: str
+    id: UUID
     name: str
     url: str
     header_names: list[str]

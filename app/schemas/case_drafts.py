@@ -7,14 +7,8 @@ from typing import Annotated, Any
 import msgspec
 
 Count = Annotated[int, msgspec.Meta(ge=1, le=20)]
-
-
 SystemPrompt = Annotated[str, msgspec.Meta(max_length=200_000)]
-
-
 Instruction = Annotated[str, msgspec.Meta(max_length=4_000)]
-
-
 ToolName = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 
 

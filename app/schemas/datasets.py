@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any
+from uuid import UUID
 
 import msgspec
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-
-
 Description = Annotated[str, msgspec.Meta(max_length=10_000)]
 
 
@@ -32,7 +31,7 @@ class DatasetUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 class Dataset(msgspec.Struct, kw_only=True):
     """A dataset as the API shows it."""
 
-    id: str
+    id: UUID
     name: str
     description: str | None
     data_context: dict[str, Any] | None

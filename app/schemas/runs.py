@@ -11,8 +11,6 @@ from agentlasso.domain.checks import Check
 from agentlasso.domain.test_cases import CaseInput, EvaluationType
 
 RunStatus = domain.RunStatus
-
-
 WebUrl = Annotated[
     str | None,
     msgspec.Meta(
