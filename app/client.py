@@ -5,8 +5,9 @@
         answer = await client.post_results(run.run_id, [ResultToPost(test_case_id=..., ...)])
         sys.exit(0 if answer.ci_pass else 1)
 
-Responses decode leniently (unknown fields are ignored), so a newer server does not break an
-older client.
+Answers are decoded into the server's own shapes (agentlasso.schemas, declared once for the
+API and this client); unknown fields are ignored, so a newer server's added fields do not break
+an older client.
 """
 
 from __future__ import annotations
@@ -18,6 +19,64 @@ from typing import Any, TypeVar
 
 import httpx
 import msgspec
+from agentlasso.schemas.comparisons import BucketCounts, ComparedCaseOut, ComparisonOut
+from agentlasso.schemas.run_results import (
+    GradedResult,
+    ResultPage,
+    ResultsAnswer,
+    StillJudging,
+    StoredResult,
+)
+from agentlasso.schemas.runs import (
+    Counts,
+    CreatedCiRun,
+    CreatedServerRun,
+    JudgeUsage,
+    Run,
+    RunGate,
+    RunTestCase,
+)
+from agentlasso.schemas.test_cases import TestCase, TestCasePage
+
+# The names these shapes had in this client before it decoded into the server's own, kept so
+# CI scripts written against them go on working.
+CreatedRun = CreatedCiRun
+CaseResult = GradedResult
+ComparisonItem = ComparedCaseOut
+Comparison = ComparisonOut
+
+__all__ = [
+    "MAX_COMPARED_PER_PAGE",
+    "MAX_RESULTS_PER_POST",
+    "AgentLassoClient",
+    "BucketCounts",
+    "CaseResult",
+    "ClientError",
+    "ComparedCaseOut",
+    "Comparison",
+    "ComparisonItem",
+    "ComparisonOut",
+    "Counts",
+    "CreatedCiRun",
+    "CreatedRun",
+    "CreatedServerRun",
+    "GradedResult",
+    "JudgeUsage",
+    "PlatformUnavailable",
+    "ResultPage",
+    "ResultToPost",
+    "ResultsAnswer",
+    "Run",
+    "RunGate",
+    "RunTestCase",
+    "StillJudging",
+    "StoredResult",
+    "TestCase",
+    "TestCasePage",
+    "case_card_url",
+    "trial_of",
+    "with_results",
+]
 
 T = TypeVar("T")
 # The most results one POST /eval-run-results may carry (the server's MAX_RESULTS_PER_POST).
@@ -25,7 +84,7 @@ MAX_RESULTS_PER_POST = 10_000
 # The most compared cases one page of GET /eval-runs/{id}/compare holds (the server's
 # MAX_COMPARED).
 MAX_COMPARED_PER_PAGE = 200
-PageT = TypeVar("PageT", "ResultPage", "TestCasePage")
+PageT = TypeVar("PageT", ResultPage, TestCasePage)
 
 
 class ClientError(Exception):
@@ -40,41 +99,6 @@ class PlatformUnavailable(Exception):
     """The platform could not be reached, or answered with a server error."""
 
 
-class RunTestCase(msgspec.Struct, kw_only=True):
-    """A case to send to the agent, with what will be graded."""
-
-    test_case_id: str
-    input: Any
-    checks: list[dict[str, Any]] = msgspec.field(default_factory=list)
-    evaluation_criteria_json: dict[str, Any] | None = None
-    expected_output: str | None = None
-    evaluation_type: str = "SCORE"
-    min_confidence: int = 70
-    data_context: dict[str, Any] | None = None
-    description: str | None = None
-
-
-class CreatedRun(msgspec.Struct, kw_only=True):
-    """A CI-mode run and its cases."""
-
-    run_id: str
-    status: str
-    pass_threshold: float
-    total: int = 0
-    # The run's page in the web app; None when the server has no public URL.
-    web_url: str | None = None
-    gate: str = "threshold"
-    baseline_run_id: str | None = None
-    test_cases: list[RunTestCase] = msgspec.field(default_factory=list)
-
-
-class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A tool call the agent made."""
-
-    name: str
-    arguments: Any = None
-
-
 class ResultToPost(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What the agent did on one case. Leave a field UNSET when it was not reported."""
 
@@ -84,147 +108,15 @@ class ResultToPost(msgspec.Struct, kw_only=True, omit_defaults=True):
     agent_error: str | None = None
 
 
-class CheckResult(msgspec.Struct, kw_only=True):
-    """One check's outcome."""
-
-    id: str
-    type: str
-    severity: str
-    status: str
-    passed: bool | None
-    detail: str
-    score: float | None = None
-    reasoning: str | None = None
+def trial_of(result: GradedResult) -> int:
+    """The result's trial: a posted batch's grades are of a CI-mode run, which has one."""
+    return result.trial if isinstance(result, StoredResult) else 1
 
 
-class CaseResult(msgspec.Struct, kw_only=True):
-    """One case's grade."""
-
-    test_case_id: str
-    trial: int = 1
-    graded: bool
-    pass_fail: bool
-    score: float | None
-    partially_graded: bool
-    judge_reasoning: str
-    check_results: list[CheckResult] = msgspec.field(default_factory=list)
-    ungraded_items: list[dict[str, Any]] = msgspec.field(default_factory=list)
-
-
-class Counts(msgspec.Struct, kw_only=True):
-    """A run's progress."""
-
-    total: int
-    done: int
-    graded: int
-    passed: int
-    failed: int
-    not_graded: int
-    errored: int = 0
-
-
-class JudgeUsage(msgspec.Struct, kw_only=True):
-    """What the AI judge did for a run, and what it cost."""
-
-    calls: int = 0
-    cached: int = 0
-    pending: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    stopped: str | None = None
-
-
-class RunGate(msgspec.Struct, kw_only=True):
-    """What every answer about a run says: its status, counts and CI gate."""
-
-    run_id: str
-    status: str
-    pass_rate: float | None
-    pass_threshold: float
-    ci_pass: bool
-    ci_fail_reason: str | None
-    counts: Counts
-    judge: JudgeUsage = msgspec.field(default_factory=JudgeUsage)
-    # The run's page in the web app; None when the server has no public URL.
-    web_url: str | None = None
-    gate: str = "threshold"
-    # The run compared with, and how many cases that passed there fail now (once complete).
-    baseline_run_id: str | None = None
-    new_failures: int | None = None
-
-
-class ResultsAnswer(RunGate, kw_only=True):
-    """The run's gate after a batch, and the batch's grades."""
-
-    results: list[CaseResult] = msgspec.field(default_factory=list)
-
-
-class Run(RunGate, kw_only=True):
-    """A run's status and gate."""
-
-    mode: str = "ci"
-    dataset_id: str | None = None
-
-
-class TestCase(msgspec.Struct, kw_only=True):
-    """A test case (the fields a CI report uses)."""
-
-    __test__ = False
-
-    id: str
-    input: Any
-    description: str | None = None
-
-
-class ResultPage(msgspec.Struct, kw_only=True):
-    """A page of stored results."""
-
-    items: list[CaseResult]
-    next_cursor: str | None
-
-
-class TestCasePage(msgspec.Struct, kw_only=True):
-    """A page of a dataset's test cases."""
-
-    __test__ = False
-
-    items: list[TestCase]
-    next_cursor: str | None
-
-
-class BucketCounts(msgspec.Struct, kw_only=True):
-    """How many cases of a comparison fall in each bucket."""
-
-    new_failure: int = 0
-    fixed: int = 0
-    still_failing: int = 0
-    still_passing: int = 0
-    new_case: int = 0
-    removed_case: int = 0
-    flaky: int = 0
-
-
-class ComparisonItem(msgspec.Struct, kw_only=True):
-    """One case in both runs: its bucket, the checks whose verdict changed, and both results
-    (None on the side that has none)."""
-
-    test_case_id: str
-    bucket: str
-    changed_checks: list[str] = msgspec.field(default_factory=list)
-    revision_changed: bool = False
-    current: CaseResult | None = None
-    baseline: CaseResult | None = None
-
-
-class Comparison(msgspec.Struct, kw_only=True):
-    """A run compared with its baseline: the bucket counts and a page of cases."""
-
-    run_id: str
-    baseline_run_id: str | None
-    counts: BucketCounts
-    items: list[ComparisonItem]
-    next_cursor: str | None
+def with_results(gate: RunGate, results: list[GradedResult]) -> ResultsAnswer:
+    """The run's gate with these grades, as a batch's answer carries them."""
+    fields = {name: getattr(gate, name) for name in RunGate.__struct_fields__}
+    return ResultsAnswer(**fields, results=results)
 
 
 def case_card_url(run_web_url: str, test_case_id: str, trial: int = 1) -> str:
@@ -257,7 +149,7 @@ class AgentLassoClient:
     async def create_run(
         self, dataset_id: str, *, pass_threshold: float | None = None, gate: str | None = None,
         baseline_run_id: str | None = None, idempotency_key: str | None = None,
-    ) -> CreatedRun:  # fmt: skip
+    ) -> CreatedCiRun:  # fmt: skip
         """Start a CI-mode run of a dataset; without baseline_run_id the server picks one."""
         body: dict[str, Any] = {"dataset_id": dataset_id}
         for name, value in (("pass_threshold", pass_threshold), ("gate", gate),
@@ -265,16 +157,17 @@ class AgentLassoClient:
             if value is not None:
                 body[name] = value
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-        return await self._request("POST", "/eval-runs", CreatedRun, json=body, headers=headers)
+        return await self._request("POST", "/eval-runs", CreatedCiRun, json=body, headers=headers)
 
     async def post_results(self, run_id: str, results: list[ResultToPost]) -> ResultsAnswer:
         """Post a batch of results; the answer is graded (status `grading` and no results when
         the server answered 202: the AI judge is still judging; follow the run)."""
         body = msgspec.json.encode({"run_id": run_id, "results": results})
         headers = {"content-type": "application/json"}
-        return await self._request(
-            "POST", "/eval-run-results", ResultsAnswer, content=body, headers=headers
-        )
+        response = await self._send("POST", "/eval-run-results", content=body, headers=headers)
+        if response.status_code == 202:  # still judging: the run's gate, no grades yet
+            return with_results(msgspec.json.decode(response.content, type=StillJudging), [])
+        return msgspec.json.decode(response.content, type=ResultsAnswer)
 
     async def start_server_run(
         self, dataset_id: str, agent_id: str, *, pass_threshold: float | None = None,
@@ -290,7 +183,9 @@ class AgentLassoClient:
             if value is not None:
                 body[name] = value
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-        return await self._request("POST", "/eval-runs", Run, json=body, headers=headers)
+        return await self._request(
+            "POST", "/eval-runs", CreatedServerRun, json=body, headers=headers
+        )
 
     async def get_run(self, run_id: str, *, wait_s: float | None = None) -> Run:
         """A run's status and gate; with wait_s, as soon as it ends or after wait_s seconds."""
@@ -300,13 +195,15 @@ class AgentLassoClient:
     async def compare(
         self, run_id: str, *, baseline: str | None = None, bucket: str | None = None,
         cursor: str | None = None, limit: int = 50,
-    ) -> Comparison:  # fmt: skip
+    ) -> ComparisonOut:  # fmt: skip
         """A page of the run compared with its baseline (or `baseline`), new failures first,
         or of one bucket; both runs must have ended. At most MAX_COMPARED_PER_PAGE a page."""
         given = {"baseline": baseline, "bucket": bucket, "cursor": cursor}
         params: dict[str, Any] = {name: value for name, value in given.items() if value}
         params["limit"] = limit
-        return await self._request("GET", f"/eval-runs/{run_id}/compare", Comparison, params=params)
+        return await self._request(
+            "GET", f"/eval-runs/{run_id}/compare", ComparisonOut, params=params
+        )
 
     async def get_test_case(self, test_case_id: str) -> TestCase:
         """A test case at its current revision."""
@@ -314,7 +211,7 @@ class AgentLassoClient:
 
     async def results(
         self, run_id: str, *, outcome: str | None = None
-    ) -> AsyncIterator[CaseResult]:
+    ) -> AsyncIterator[StoredResult]:
         """Every stored result of the run (optionally one outcome), page by page."""
         params = {"outcome": outcome} if outcome else {}
         async for page in self._pages(f"/eval-runs/{run_id}/results", ResultPage, params):
@@ -341,6 +238,11 @@ class AgentLassoClient:
                 return
 
     async def _request(self, method: str, path: str, shape: type[T], **kwargs: Any) -> T:
+        response = await self._send(method, path, **kwargs)
+        return msgspec.json.decode(response.content, type=shape)
+
+    async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """The API's answer when it is a success; its error raised otherwise."""
         try:
             response = await self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
@@ -349,7 +251,7 @@ class AgentLassoClient:
             raise PlatformUnavailable(f"{method} {path}: HTTP {response.status_code}")
         if response.status_code >= 400:
             raise _client_error(response)
-        return msgspec.json.decode(response.content, type=shape)
+        return response
 
 
 def _client_error(response: httpx.Response) -> ClientError:

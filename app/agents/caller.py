@@ -28,7 +28,6 @@ from agentlasso.agents.failures import (
     timed_out,
     with_tries,
 )
-from agentlasso.agents.headers import HEADER_NAME, HEADER_VALUE
 from agentlasso.agents.http1 import (
     Answer,
     AnswerLimits,
@@ -41,6 +40,7 @@ from agentlasso.agents.replies import Reply, parse_reply
 from agentlasso.agents.transport import GuardedConnector, agent_ssl_context
 from agentlasso.config import Settings
 from agentlasso.domain.agent_calls import Attempt
+from agentlasso.domain.agent_headers import HEADER_NAME, HEADER_VALUE
 from agentlasso.observability import metrics
 from agentlasso.retry_policy import RETRYABLE_STATUSES, RetryPolicy, Sleep, retry_after_s
 from prometheus_client import Counter, Histogram

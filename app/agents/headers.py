@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from uuid import UUID
 
 import msgspec
@@ -13,13 +12,6 @@ from agentlasso.errors import Conflict
 from agentlasso.secrets_box import UnsealError, seal, unseal
 
 log = logging.getLogger("agentlasso.agents")
-
-# RFC 9110 token characters: anything else cannot be sent as a header name.
-HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
-# Visible ASCII, with spaces and tabs only between visible characters (none leading or
-# trailing), so no CR or LF can split the request. Checked when headers are stored, and again
-# by the client before sending (a value stored before the check existed is never sent).
-HEADER_VALUE = re.compile(r"(?:[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*)?")
 
 
 def target_for(secret_key: bytes, agent: Agent) -> AgentTarget:

@@ -3,56 +3,35 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
-from agentlasso.api.test_cases import TestCase, case_out, with_edits
+from agentlasso.api.test_cases import case_out
 from agentlasso.domain import case_drafts as domain
-from agentlasso.domain.case_drafts import Category, DraftStatus, ToolSpec
+from agentlasso.domain.case_drafts import Category, DraftStatus
 from agentlasso.domain.checks import Check, WrittenChecks
 from agentlasso.domain.judging import Usage
 from agentlasso.domain.test_cases import CaseInput, Confidence, EvaluationType, TestCaseContent
 from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.http.generation_asks import ask_of
 from agentlasso.http.pagination import (
     DEFAULT_LIMIT,
     Cursor,
     Limit,
-    body_id,
     decode_cursor,
     next_cursor,
     parse_id,
 )
+from agentlasso.schemas.case_drafts import GenerationCreate
+from agentlasso.schemas.test_cases import TestCase, with_edits
 from agentlasso.services import case_drafts as drafts
 from agentlasso.services import case_generation as generation
 from litestar import Controller, get, post
 from litestar.params import FromPath, JSONBody, QueryParameter
 
-Count = Annotated[int, msgspec.Meta(ge=1, le=20)]
-SystemPrompt = Annotated[str, msgspec.Meta(max_length=200_000)]
-Instruction = Annotated[str, msgspec.Meta(max_length=4_000)]
-ToolName = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 StatusFilter = Annotated[
     DraftStatus | None, QueryParameter(description="Only drafts of this status.")
 ]
-
-
-class Tool(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """One of the agent's tools, as agents declare them."""
-
-    name: ToolName
-    description: Annotated[str, msgspec.Meta(max_length=10_000)] | None = None
-    input_schema: dict[str, Any] | None = None
-
-
-class GenerationCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """What to generate from: a registered agent (the project's default when nothing is
-    given), or its system prompt and tools typed in (they override the agent's)."""
-
-    agent_id: str | None = None
-    system_prompt: SystemPrompt | None = None
-    tools: Annotated[list[Tool], msgspec.Meta(max_length=1000)] | None = None
-    instruction: Instruction | None = None
-    count: Count = 10
 
 
 class DraftAccept(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -162,23 +141,6 @@ def usage_out(record: domain.GenerationRecord) -> GenerationUsage:
         cache_read_input_tokens=tokens.cache_read_input_tokens, cost_usd=record.cost_usd,
         latency_ms=record.latency_ms,
     )  # fmt: skip
-
-
-def ask_of(data: GenerationCreate) -> generation.GenerationAsk:
-    """The service's request; an agent id of an unknown shape names no agent."""
-    agent_id = None
-    if data.agent_id is not None:
-        agent_id = body_id(data.agent_id, "/agent_id", "agent")
-    tools = None
-    if data.tools is not None:
-        tools = tuple(ToolSpec(**msgspec.structs.asdict(tool)) for tool in data.tools)
-    return generation.GenerationAsk(
-        agent_id=agent_id,
-        system_prompt=data.system_prompt,
-        tools=tools,
-        instruction=data.instruction,
-        count=data.count,
-    )
 
 
 class CaseDraftController(Controller):

@@ -6,7 +6,7 @@ from typing import Annotated
 from uuid import UUID
 
 import msgspec
-from agentlasso.api.run_results import MAX_PAGE_BYTES, StoredResult, stored_result_out
+from agentlasso.api.run_results import MAX_PAGE_BYTES, stored_result_out
 from agentlasso.domain.comparisons import BUCKETS, Bucket, ComparedCase, FlakyCase
 from agentlasso.http.auth import PlatformDep, ProjectId
 from agentlasso.http.pagination import (
@@ -14,6 +14,13 @@ from agentlasso.http.pagination import (
     decode_compared_cursor,
     encode_compared_cursor,
     parse_id,
+)
+from agentlasso.schemas.comparisons import (
+    BucketCounts,
+    ComparedCaseOut,
+    ComparisonOut,
+    FlakyCaseOut,
+    FlakyCases,
 )
 from agentlasso.services import comparisons
 from litestar import Controller, MediaType, Response, get
@@ -37,42 +44,6 @@ BaselineParameter = Annotated[
     QueryParameter(description="A run of the same dataset; default: the run's own."),
 ]
 _encoder = msgspec.json.Encoder()
-
-
-class BucketCounts(msgspec.Struct, kw_only=True):
-    """How many cases fall in each bucket."""
-
-    new_failure: int
-    fixed: int
-    still_failing: int
-    still_passing: int
-    new_case: int
-    removed_case: int
-    flaky: int
-
-
-class ComparedCaseOut(msgspec.Struct, kw_only=True):
-    """One case in both runs: its bucket, the checks whose verdict changed, and both results
-    (null on the side that has none; with several trials, the first that did not pass)."""
-
-    test_case_id: str
-    bucket: Bucket
-    changed_checks: list[str]
-    # The case was edited between the runs: a new failure may be a changed check, not a
-    # changed agent.
-    revision_changed: bool
-    current: StoredResult | None
-    baseline: StoredResult | None
-
-
-class ComparisonOut(msgspec.Struct, kw_only=True):
-    """A run compared with a baseline: bucket counts, and a page of cases, new failures first."""
-
-    run_id: str
-    baseline_run_id: str | None
-    counts: BucketCounts
-    next_cursor: str | None
-    items: list[ComparedCaseOut]
 
 
 class ComparisonController(Controller):
@@ -154,28 +125,6 @@ RecentRuns = Annotated[
     int, QueryParameter(ge=2, le=MAX_RECENT_RUNS, description="Completed runs to look back on.")
 ]
 FlakyLimit = Annotated[int, QueryParameter(ge=1, le=1000, description="Cases to list at most.")]
-
-
-class FlakyCaseOut(msgspec.Struct, kw_only=True):
-    """A case whose verdict flipped with no change to the case or the agent."""
-
-    test_case_id: str
-    description: str | None
-    # The start of the case's input (160 characters at most).
-    input: str
-    # Runs that graded the case as it is now, how many it passed, and how many flipped.
-    runs: int
-    passed: int
-    flips: int
-    flip_rate: float
-
-
-class FlakyCases(msgspec.Struct, kw_only=True):
-    """A dataset's flakiest cases over its recent completed runs, flakiest first."""
-
-    dataset_id: str
-    runs: int
-    items: list[FlakyCaseOut]
 
 
 class FlakyController(Controller):

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any
-
 import msgspec
 from agentlasso.domain import datasets as domain
 from agentlasso.http.auth import PlatformDep, ProjectId
@@ -16,61 +13,15 @@ from agentlasso.http.pagination import (
     next_cursor,
     parse_id,
 )
+from agentlasso.schemas.datasets import Dataset, DatasetCreate, DatasetPage, DatasetUpdate
 from agentlasso.services import datasets as service
 from litestar import Controller, delete, get, patch, post
 from litestar.params import FromPath, JSONBody
 
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-Description = Annotated[str, msgspec.Meta(max_length=10_000)]
-
-
-class DatasetCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """A new dataset."""
-
-    name: Name
-    description: Description | None = None
-    data_context: dict[str, Any] | None = None
-
-
-class DatasetUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Fields to change; absent ones are kept, null clears."""
-
-    name: Name | msgspec.UnsetType = msgspec.UNSET
-    description: Description | msgspec.UnsetType | None = msgspec.UNSET
-    data_context: dict[str, Any] | msgspec.UnsetType | None = msgspec.UNSET
-
-
-class Dataset(msgspec.Struct, kw_only=True):
-    """A dataset as the API shows it."""
-
-    id: str
-    name: str
-    description: str | None
-    data_context: dict[str, Any] | None
-    # Its test cases now.
-    case_count: int
-    created_at: datetime
-    updated_at: datetime
-
-
-class DatasetPage(msgspec.Struct, kw_only=True):
-    """A page of datasets."""
-
-    items: list[Dataset]
-    next_cursor: str | None
-
 
 def dataset_out(dataset: domain.Dataset) -> Dataset:
     """The API shape of a dataset."""
-    return Dataset(
-        id=str(dataset.id),
-        name=dataset.name,
-        description=dataset.description,
-        data_context=dataset.data_context,
-        case_count=dataset.case_count,
-        created_at=dataset.created_at,
-        updated_at=dataset.updated_at,
-    )
+    return msgspec.convert(dataset, Dataset, from_attributes=True)
 
 
 class DatasetController(Controller):

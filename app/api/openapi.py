@@ -12,10 +12,12 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from types import ModuleType
 from typing import Any
 
 import agentlasso.api
+import agentlasso.schemas
 import msgspec
 from agentlasso.api.comparisons import MAX_COMPARED
 from agentlasso.api.openapi_examples import BODY_EXAMPLES, IMPORT_EXAMPLE
@@ -346,7 +348,7 @@ def _msgspec_schemas() -> dict[str, Any]:
 
 def _api_structs() -> list[type[msgspec.Struct]]:
     structs: list[type[msgspec.Struct]] = [Problem]
-    for module_info in pkgutil.iter_modules(agentlasso.api.__path__, "agentlasso.api."):
+    for module_info in _modules_of(agentlasso.api, agentlasso.schemas):
         module = importlib.import_module(module_info.name)
         structs += [
             value
@@ -356,3 +358,9 @@ def _api_structs() -> list[type[msgspec.Struct]]:
             and value.__module__ == module.__name__
         ]
     return structs
+
+
+def _modules_of(*packages: ModuleType) -> Iterator[pkgutil.ModuleInfo]:
+    """The modules of the API's packages: its handlers, and the shapes it speaks."""
+    for package in packages:
+        yield from pkgutil.iter_modules(package.__path__, f"{package.__name__}.")

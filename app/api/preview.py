@@ -7,11 +7,17 @@ from typing import Any
 import msgspec
 from agentlasso.domain.checks import WrittenChecks
 from agentlasso.domain.grades import CaseResult
-from agentlasso.domain.test_cases import CaseInput, Confidence, EvaluationType, TestCaseContent
+from agentlasso.domain.test_cases import (
+    CaseInput,
+    Confidence,
+    ContentWarning,
+    EvaluationType,
+    TestCaseContent,
+)
 from agentlasso.http.auth import PlatformDep, ProjectId
 from agentlasso.http.pagination import parse_id
 from agentlasso.services import preview
-from agentlasso.services.test_cases import ContentWarning, regex_warnings
+from agentlasso.services.test_cases import regex_warnings
 from litestar import Controller, post
 from litestar.params import FromPath, JSONBody
 

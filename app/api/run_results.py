@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
-from agentlasso.api.runs import RunGate, gate_fields
-from agentlasso.domain.agent_calls import Attempt
+from agentlasso.api.runs import gate_fields
 from agentlasso.domain.case_results import StoredResult as DomainStoredResult
 from agentlasso.domain.case_results import TrialSummary
-from agentlasso.domain.grades import CaseResult, CheckResult, UngradedItem
-from agentlasso.domain.judging import JudgeRecord
+from agentlasso.domain.grades import CaseResult
 from agentlasso.http.auth import PlatformDep, ProjectId
 from agentlasso.http.pagination import (
     DEFAULT_LIMIT,
@@ -22,6 +20,15 @@ from agentlasso.http.pagination import (
     decode_cursor,
     encode_cursor,
     parse_id,
+)
+from agentlasso.schemas.run_results import (
+    AgentCall,
+    GradedResult,
+    Outcome,
+    ResultPage,
+    ResultsAnswer,
+    StillJudging,
+    StoredResult,
 )
 from agentlasso.services import ci_results, runs
 from agentlasso.services.ci_results import PostedResult
@@ -42,7 +49,6 @@ MAX_PAGE_BYTES = 8 * 1024 * 1024
 # Graded cases encoded per chunk of a streamed answer.
 ANSWER_SLICE = 1_000
 _encoder = msgspec.json.Encoder()
-Outcome = Literal["passed", "failed", "not_graded"]
 
 
 class ResultsPost(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -51,64 +57,6 @@ class ResultsPost(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     run_id: str
     results: Annotated[list[PostedResult], msgspec.Meta(max_length=MAX_RESULTS_PER_POST)]
     wait_s: Annotated[float, msgspec.Meta(ge=0, le=120)] | None = None
-
-
-class GradedResult(msgspec.Struct, kw_only=True):
-    """One posted case's grade."""
-
-    test_case_id: str
-    graded: bool
-    pass_fail: bool
-    score: float | None
-    partially_graded: bool
-    judge_reasoning: str
-    check_results: tuple[CheckResult, ...]
-    ungraded_items: tuple[UngradedItem, ...]
-
-
-class ResultsAnswer(RunGate, kw_only=True):
-    """The run after a batch, and the grade of each posted case."""
-
-    results: list[GradedResult]
-
-
-class StillJudging(RunGate, kw_only=True):
-    """202: the batch is stored but its verdicts are still coming; long-poll the run."""
-
-    detail: str
-
-
-class AgentCall(msgspec.Struct, kw_only=True):
-    """The platform's call to the agent for a case (server mode)."""
-
-    latency_ms: int | None
-    attempts: tuple[Attempt, ...]
-    error: str | None
-
-
-class StoredResult(GradedResult, kw_only=True):
-    """A stored case result, with what the agent did and what the AI judge said."""
-
-    trial: int
-    outcome: Outcome
-    # True while its AI judge checks wait for verdicts: the grade is provisional.
-    judge_pending: bool = False
-    judge: tuple[JudgeRecord, ...] | None = None
-    actual_output: Any = msgspec.UNSET
-    actual_tool_calls: Any = msgspec.UNSET
-    agent_call: AgentCall | None = None
-    # The case's trials in this run taken together: some passed (pass@k), all passed (pass^k),
-    # they disagree (flaky).
-    pass_at_k: bool | None = None
-    pass_all_k: bool | None = None
-    flaky: bool | None = None
-
-
-class ResultPage(msgspec.Struct, kw_only=True):
-    """A page of a run's results."""
-
-    items: list[StoredResult]
-    next_cursor: str | None
 
 
 def graded_fields(test_case_id: str, result: CaseResult) -> dict[str, Any]:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
 from agentlasso.domain import runs as domain
-from agentlasso.domain.checks import Check
 from agentlasso.domain.datasets import Dataset
-from agentlasso.domain.test_cases import CaseInput, EvaluationType, PinnedCase
+from agentlasso.domain.test_cases import PinnedCase
 from agentlasso.errors import FieldError, InvalidInput
 from agentlasso.grading import plan_case
 from agentlasso.http.auth import PlatformDep, ProjectId
@@ -23,6 +21,17 @@ from agentlasso.http.pagination import (
     decode_cursor,
     next_cursor,
     parse_id,
+)
+from agentlasso.schemas.runs import (
+    Counts,
+    CreatedCiRun,
+    CreatedServerRun,
+    JudgeUsage,
+    Run,
+    RunCreate,
+    RunPage,
+    RunStatus,
+    RunTestCase,
 )
 from agentlasso.services import runs, start_run
 from agentlasso.services.platform import Platform
@@ -37,7 +46,6 @@ MAX_WAIT_S = 120
 CASES_PER_PAGE = 500
 _encoder = msgspec.json.Encoder()
 RECONNECT_MS = 2000
-RunStatus = domain.RunStatus
 WaitS = Annotated[
     float,
     QueryParameter(
@@ -49,137 +57,6 @@ WaitS = Annotated[
 IdempotencyKey = Annotated[
     str | None, HeaderParameter(name="Idempotency-Key", max_length=255, required=False)
 ]
-WebUrl = Annotated[
-    str | None,
-    msgspec.Meta(
-        description="The run's page in the web app; null when the server's public URL "
-        "(AGENTLASSO_PUBLIC_URL) is not set."
-    ),
-]
-
-
-class RunCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Start a run of a dataset. Without agent_id the client calls its own agent (CI mode)."""
-
-    dataset_id: str
-    pass_threshold: Annotated[float, msgspec.Meta(ge=0, le=1)] = 1.0
-    agent_id: str | None = None
-    trials: Annotated[int, msgspec.Meta(ge=1, le=10)] = 1
-    concurrency: Annotated[int, msgspec.Meta(ge=1, le=10_000)] | None = None
-    labels: dict[str, Annotated[str, msgspec.Meta(max_length=500)]] | None = None
-    # false: ask the AI judge afresh even for a request it has answered before.
-    judge_cache: bool = True
-    # "threshold": the pass rate decides; "no_new_failures": only a case that passed in the
-    # baseline and fails now fails the gate.
-    gate: domain.RunGate = "threshold"
-    # A completed run of the same dataset; without it the newest completed run whose gate
-    # passed, else the newest completed one, else none.
-    baseline_run_id: str | None = None
-
-
-class RunTestCase(msgspec.Struct, kw_only=True):
-    """A case of a CI-mode run: what to send the agent and exactly what will be graded."""
-
-    test_case_id: str
-    input: CaseInput
-    evaluation_criteria_json: dict[str, Any] | None
-    checks_version: int
-    checks: tuple[Check, ...]
-    expected_output: str | None
-    evaluation_type: EvaluationType
-    min_confidence: int
-    data_context: dict[str, Any] | None
-    description: str | None
-
-
-class Counts(msgspec.Struct, kw_only=True):
-    """A run's progress."""
-
-    total: int
-    done: int
-    graded: int
-    passed: int
-    failed: int
-    not_graded: int
-    errored: int
-
-
-class JudgeUsage(msgspec.Struct, kw_only=True):
-    """What the AI judge did for a run, and what it cost (from the server's price table)."""
-
-    calls: int
-    cached: int
-    pending: int
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    cost_usd: float
-    stopped: str | None
-
-
-class RunGate(msgspec.Struct, kw_only=True):
-    """What every answer about a run says: its status, counts and CI gate."""
-
-    run_id: str
-    status: RunStatus
-    pass_rate: float | None
-    pass_threshold: float
-    ci_pass: bool
-    ci_fail_reason: str | None
-    counts: Counts
-    judge: JudgeUsage
-    web_url: WebUrl
-    gate: domain.RunGate
-    # The run this one is compared with, fixed when it was created; null when none.
-    baseline_run_id: str | None
-    # Cases that passed in the baseline and do not pass now; null until the run completes.
-    new_failures: int | None
-    # Counted by case once the run completes (null before): graded cases with a passing trial
-    # (pass@k), with every trial passing (pass^k), and cases whose trials disagree.
-    pass_at_k_rate: float | None
-    pass_all_k_rate: float | None
-    flaky_count: int | None
-
-
-class Run(RunGate, kw_only=True):
-    """A run's status and gate, with what it runs."""
-
-    dataset_id: str
-    mode: Literal["ci", "server"]
-    agent_id: str | None
-    concurrency: int | None
-    trials: int
-    labels: dict[str, str] | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-
-
-class CreatedServerRun(Run, kw_only=True):
-    """The answer to starting a server-mode run: queued, the work not yet begun."""
-
-    total: int
-
-
-class CreatedCiRun(msgspec.Struct, kw_only=True):
-    """The answer to starting a CI-mode run."""
-
-    run_id: str
-    status: RunStatus
-    pass_threshold: float
-    total: int
-    web_url: WebUrl
-    gate: domain.RunGate
-    baseline_run_id: str | None
-    test_cases: list[RunTestCase]
-
-
-class RunPage(msgspec.Struct, kw_only=True):
-    """A page of runs, newest first."""
-
-    items: list[Run]
-    next_cursor: str | None
 
 
 def run_web_url(public_url: str | None, run_id: UUID) -> str | None:

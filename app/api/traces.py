@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import msgspec
-from agentlasso.api.test_cases import TestCase, case_out
+from agentlasso.api.test_cases import case_out
 from agentlasso.db.trace_lists import TraceFilters
 from agentlasso.db.traces import TraceRow
 from agentlasso.domain.checks import WrittenChecks
@@ -15,6 +15,8 @@ from agentlasso.domain.stored_text import WITHOUT_NUL_PATTERN
 from agentlasso.errors import FieldError, InvalidInput
 from agentlasso.http.auth import PlatformDep, ProjectId, provide_project_id, require_api_key
 from agentlasso.http.pagination import DEFAULT_LIMIT, Limit, body_id
+from agentlasso.schemas.test_cases import TestCase
+from agentlasso.schemas.traces import TraceSettings, TraceSettingsUpdate
 from agentlasso.services import traces as service
 from agentlasso.services.platform import Platform
 from agentlasso.traces.otlp import Intake
@@ -131,18 +133,6 @@ class TestCaseFromTraceOut(TestCase, kw_only=True):
     __test__ = False
 
     suggestions: CaseSuggestions | msgspec.UnsetType = msgspec.UNSET
-
-
-class TraceSettings(msgspec.Struct, kw_only=True):
-    """How the project keeps its traces."""
-
-    retention_days: int
-
-
-class TraceSettingsUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Keep traces this many days after they arrive (1 to 3650)."""
-
-    retention_days: Annotated[int, msgspec.Meta(ge=1, le=3650)]
 
 
 _STATUS_NAMES: dict[int, Literal["unset", "ok", "error"]] = {0: "unset", 1: "ok", 2: "error"}

@@ -15,11 +15,12 @@ from agentlasso.cli.gate_report import GateReport, finish, print_run_page
 from agentlasso.cli.local_agents import AgentCaller, CommandAgent, HttpAgent, failed
 from agentlasso.client import (
     AgentLassoClient,
+    GradedResult,
     PlatformUnavailable,
     ResultsAnswer,
     ResultToPost,
-    RunGate,
     RunTestCase,
+    with_results,
 )
 
 POST_TRIES = 3
@@ -90,9 +91,8 @@ async def _follow_to_end(client: AgentLassoClient, run_id: str) -> ResultsAnswer
     final = await client.get_run(run_id)
     while final.status not in ("completed", "cancelled", "failed"):
         final = await client.get_run(run_id, wait_s=30)
-    results = [result async for result in client.results(run_id)]
-    gate = {name: getattr(final, name) for name in RunGate.__struct_fields__}
-    return ResultsAnswer(**gate, results=results)
+    results: list[GradedResult] = [result async for result in client.results(run_id)]
+    return with_results(final, results)
 
 
 def _agent(options: CiOptions, http: httpx.AsyncClient) -> AgentCaller:

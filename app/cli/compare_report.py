@@ -23,11 +23,12 @@ from agentlasso.client import (
     MAX_COMPARED_PER_PAGE,
     AgentLassoClient,
     BucketCounts,
-    CaseResult,
     ClientError,
-    ComparisonItem,
+    ComparedCaseOut,
+    GradedResult,
     RunGate,
     case_card_url,
+    trial_of,
 )
 
 NEW_FAILURES_PRINTED = 20
@@ -67,7 +68,7 @@ class Compared(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str
     baseline_run_id: str
     counts: BucketCounts
-    cases: dict[str, list[ComparisonItem]]
+    cases: dict[str, list[ComparedCaseOut]]
 
 
 def gate_line(gate: str, threshold: float, baseline_run_id: str | None) -> str:
@@ -104,9 +105,9 @@ async def fetch_compared(
 
 async def _read_bucket(
     client: AgentLassoClient, run_id: str, bucket: str, most: int
-) -> tuple[BucketCounts, list[ComparisonItem]]:
+) -> tuple[BucketCounts, list[ComparedCaseOut]]:
     """The counts, and the first `most` cases of one bucket, a page at a time."""
-    cases: list[ComparisonItem] = []
+    cases: list[ComparedCaseOut] = []
     cursor: str | None = None
     while True:
         limit = max(1, min(most - len(cases), MAX_COMPARED_PER_PAGE))
@@ -119,7 +120,7 @@ async def _read_bucket(
 
 async def _read_other_bucket(
     client: AgentLassoClient, compared: Compared, bucket: str
-) -> list[ComparisonItem]:
+) -> list[ComparedCaseOut]:
     """A bucket's cases for the comment; of the new cases (the first NEW_CASES_READ), those
     that do not pass."""
     if getattr(compared.counts, bucket) == 0:
@@ -131,7 +132,7 @@ async def _read_other_bucket(
     return [case for case in new_cases if not _passed(case.current)]
 
 
-def _passed(result: CaseResult | None) -> bool:
+def _passed(result: GradedResult | None) -> bool:
     return result is not None and result.graded and result.pass_fail
 
 
@@ -179,7 +180,7 @@ def counts_line(baseline_run_id: str, counts: BucketCounts) -> str:
 
 
 def _new_failure_lines(
-    item: ComparisonItem, names: Mapping[str, str], web_url: str | None
+    item: ComparedCaseOut, names: Mapping[str, str], web_url: str | None
 ) -> list[str]:
     result = item.current
     if result is None:  # a new failure has a result in this run; shown plainly if not
@@ -198,7 +199,7 @@ def write_comment(
     gate: RunGate,
     compared: Compared | None,
     texts: Mapping[str, CaseText],
-    results: list[CaseResult],
+    results: list[GradedResult],
 ) -> None:
     """Write the pull-request comment of the run: compared with its baseline, or without one
     every case is new (those that do not pass are listed)."""
@@ -225,20 +226,20 @@ def _summary(gate: RunGate, compared: Compared, texts: Mapping[str, CaseText]) -
 
 
 def _summary_without_baseline(
-    gate: RunGate, texts: Mapping[str, CaseText], results: list[CaseResult]
+    gate: RunGate, texts: Mapping[str, CaseText], results: list[GradedResult]
 ) -> ComparisonSummary:
-    shown: dict[str, CaseResult] = {}
+    shown: dict[str, GradedResult] = {}
     for result in results:  # a case with several trials is shown by its first that failed
         if not _passed(result) and result.test_case_id not in shown:
             shown[result.test_case_id] = result
     failing = [
-        _compared_case(
-            ComparisonItem(test_case_id=case_id, bucket="new_case", current=result),
-            texts, gate.web_url,
-        )
+        _listed_case(case_id, "new_case", result, texts, gate.web_url)
         for case_id, result in shown.items()
-    ]  # fmt: skip
-    counts = BucketCounts(new_case=len({result.test_case_id for result in results}))
+    ]
+    counts = BucketCounts(
+        new_failure=0, fixed=0, still_failing=0, still_passing=0,
+        new_case=len({result.test_case_id for result in results}), removed_case=0, flaky=0,
+    )  # fmt: skip
     cases = {"new_case": failing[:NEW_CASES_READ]}
     return _summary_of(gate, None, counts, cases, {"new_case": len(failing)})
 
@@ -266,11 +267,24 @@ def _summary_of(
 
 
 def _compared_case(
-    item: ComparisonItem, texts: Mapping[str, CaseText], web_url: str | None
+    item: ComparedCaseOut, texts: Mapping[str, CaseText], web_url: str | None
+) -> ComparedCase:
+    """A compared case as the comment lists it."""
+    return _listed_case(
+        item.test_case_id, item.bucket, item.current, texts, web_url, item.revision_changed
+    )
+
+
+def _listed_case(
+    test_case_id: str,
+    bucket: str,
+    result: GradedResult | None,
+    texts: Mapping[str, CaseText],
+    web_url: str | None,
+    revision_changed: bool = False,
 ) -> ComparedCase:
     """A case as the comment lists it: named, with its failed checks, linked to its card."""
-    text = texts.get(item.test_case_id)
-    result = item.current
+    text = texts.get(test_case_id)
     failed = [
         FailedCheck(id=check.id, type=check.type, severity=check.severity, detail=check.detail)
         for check in (result.check_results if result is not None else [])
@@ -278,13 +292,13 @@ def _compared_case(
     ]
     card = None
     if web_url is not None and result is not None:
-        card = case_card_url(web_url, item.test_case_id, result.trial)
+        card = case_card_url(web_url, test_case_id, trial_of(result))
     return ComparedCase(
-        test_case_id=item.test_case_id,
-        bucket=item.bucket,
+        test_case_id=test_case_id,
+        bucket=bucket,
         description=None if text is None else text.description,
         input_preview="" if text is None else text.input_preview,
         failed_checks=failed,
         card_url=card,
-        revision_changed=item.revision_changed,
+        revision_changed=revision_changed,
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 import msgspec
-from agentlasso.client import CaseResult, Counts, JudgeUsage, RunGate, case_card_url
+from agentlasso.client import Counts, GradedResult, JudgeUsage, RunGate, case_card_url, trial_of
 from agentlasso.config import load_client_settings
 
 # Characters XML 1.0 cannot carry: an agent's reply may contain any of them.
@@ -25,20 +25,20 @@ class GateReport(msgspec.Struct, frozen=True, kw_only=True):
     """A finished run's gate with every result, and the cases' descriptions by test case id."""
 
     gate: RunGate
-    results: Sequence[CaseResult]
+    results: Sequence[GradedResult]
     names: Mapping[str, str]
     time_s: float
 
-    def not_passed(self) -> list[CaseResult]:
+    def not_passed(self) -> list[GradedResult]:
         """The results that failed or were not graded, in the order they came."""
         return [result for result in self.results if not (result.graded and result.pass_fail)]
 
-    def card_url(self, result: CaseResult) -> str | None:
+    def card_url(self, result: GradedResult) -> str | None:
         """The result's card in the web app, when the server told us where the run's page is."""
         run_url = self.gate.web_url
         if run_url is None:
             return None
-        return case_card_url(run_url, result.test_case_id, result.trial)
+        return case_card_url(run_url, result.test_case_id, trial_of(result))
 
 
 def finish(report: GateReport, junit: Path | None, out: TextIO = sys.stdout) -> int:
@@ -83,21 +83,21 @@ def print_run_page(web_url: str | None, out: TextIO | None = None) -> None:
         print(f"Run page: {web_url}", file=out)
 
 
-def label(result: CaseResult) -> str:
+def label(result: GradedResult) -> str:
     """PASS, FAIL or SKIP (not graded), as the product document's example prints them."""
     return "SKIP" if not result.graded else "PASS" if result.pass_fail else "FAIL"
 
 
-def case_name(result: CaseResult, names: Mapping[str, str]) -> str | None:
+def case_name(result: GradedResult, names: Mapping[str, str]) -> str | None:
     """The case's description, with the trial when the run had several."""
     parts = [
         names.get(result.test_case_id) or "",
-        f"trial {result.trial}" if result.trial > 1 else "",
+        f"trial {trial_of(result)}" if trial_of(result) > 1 else "",
     ]
     return ", ".join(part for part in parts if part) or None
 
 
-def case_lines(result: CaseResult, names: Mapping[str, str]) -> list[str]:
+def case_lines(result: GradedResult, names: Mapping[str, str]) -> list[str]:
     """The console lines for a case that did not pass: its verdict, then each failed check."""
     name = case_name(result, names)
     title = f"{result.test_case_id} ({name})" if name else result.test_case_id
@@ -156,7 +156,7 @@ def junit_xml(suite: str, report: GateReport) -> bytes:
 
 
 def _testcase(
-    parent: ElementTree.Element, suite: str, result: CaseResult, report: GateReport
+    parent: ElementTree.Element, suite: str, result: GradedResult, report: GateReport
 ) -> None:
     name = case_name(result, report.names) or result.test_case_id
     case = ElementTree.SubElement(

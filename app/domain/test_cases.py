@@ -112,3 +112,11 @@ class PinnedCase(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     test_case_id: UUID
     revision_id: UUID
     content: TestCaseContent
+
+
+class ContentWarning(msgspec.Struct, frozen=True):
+    """Something accepted that will not work as the author probably meant."""
+
+    check_id: str
+    pointer: str
+    detail: str

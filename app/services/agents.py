@@ -9,10 +9,11 @@ from uuid import UUID
 import msgspec
 from agentlasso.agents import AgentCallResult, check_agent_url
 from agentlasso.agents.address_guard import origin_of
-from agentlasso.agents.headers import HEADER_NAME, HEADER_VALUE, seal_headers, target_for
+from agentlasso.agents.headers import seal_headers, target_for
 from agentlasso.db import agents as agent_rows
 from agentlasso.db import projects as project_rows
 from agentlasso.db.agents import AgentValues
+from agentlasso.domain.agent_headers import HEADER_NAME, HEADER_VALUE, RESERVED_HEADERS
 from agentlasso.domain.agents import Agent
 from agentlasso.domain.stored_text import refuse_nul
 from agentlasso.errors import FieldError, InvalidInput, NotFound
@@ -21,12 +22,6 @@ from agentlasso.services.platform import Platform
 _MISSING = "No agent with this id in your project."
 SANDBOX_SOURCE = "agentlasso-sandbox"
 PREVIEW_SOURCE = "agentlasso-preview"
-
-# Set by the agent client itself: a user's value would break the call or its body cap.
-RESERVED_HEADERS = frozenset(
-    {"host", "content-length", "content-type", "transfer-encoding", "connection",
-     "accept-encoding", "te", "upgrade", "keep-alive"}
-)  # fmt: skip
 
 
 class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):

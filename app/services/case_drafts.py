@@ -18,11 +18,10 @@ from agentlasso.domain.case_drafts import (
     DraftStatus,
     GenerationRecord,
 )
-from agentlasso.domain.test_cases import TestCase, TestCaseContent
+from agentlasso.domain.test_cases import ContentWarning, TestCase, TestCaseContent
 from agentlasso.errors import Conflict, NotFound
 from agentlasso.services.platform import Platform
 from agentlasso.services.test_cases import (
-    ContentWarning,
     add_test_case,
     prepare_content,
     regex_warnings,

@@ -15,19 +15,11 @@ from agentlasso.domain.checks import OutputContains, OutputNotContains, assign_c
 from agentlasso.domain.checks import duplicate_check_ids as find_duplicate_ids
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.stored_text import nul_problems
-from agentlasso.domain.test_cases import TestCase, TestCaseContent
+from agentlasso.domain.test_cases import ContentWarning, TestCase, TestCaseContent
 from agentlasso.domain.web import CaseFilter, Revision
 from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound, StaleRevision
 from agentlasso.grading import EXPECTATION_ID, regex_compile_error
 from agentlasso.services.platform import Platform
-
-
-class ContentWarning(msgspec.Struct, frozen=True):
-    """Something accepted that will not work as the author probably meant."""
-
-    check_id: str
-    pointer: str
-    detail: str
 
 
 def content_problems(content: TestCaseContent) -> list[FieldError]:

@@ -16,7 +16,7 @@ from agentlasso.db import traces as trace_rows
 from agentlasso.db.trace_lists import TraceFilters
 from agentlasso.db.traces import TraceRow
 from agentlasso.domain.checks import Check
-from agentlasso.domain.test_cases import TestCase, TestCaseContent
+from agentlasso.domain.test_cases import ContentWarning, TestCase, TestCaseContent
 from agentlasso.errors import (
     BodyTooLarge,
     Conflict,
@@ -27,7 +27,7 @@ from agentlasso.errors import (
     UnsupportedMediaType,
 )
 from agentlasso.services.platform import Platform
-from agentlasso.services.test_cases import ContentWarning, create_test_case
+from agentlasso.services.test_cases import create_test_case
 from agentlasso.traces.cases import case_input, suggested_checks
 from agentlasso.traces.limits import LimitExceeded
 from agentlasso.traces.otlp import (

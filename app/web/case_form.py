@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
-from agentlasso.api.test_cases import TestCaseCreate
 from agentlasso.domain.checks import (
     ABOUT,
     COMMON_FIELDS,
@@ -26,6 +25,7 @@ from agentlasso.domain.field_errors import field_error_from_msgspec
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.errors import FieldError
 from agentlasso.grading.legacy import criteria_checks
+from agentlasso.schemas.test_cases import TestCaseCreate
 from agentlasso.web.forms import in_words, json_problem, parsed_json
 
 # A check's fields, each shown by the form field of the same name.

@@ -7,14 +7,15 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
-from agentlasso.api.case_drafts import GenerationCreate, ask_of
 from agentlasso.domain.case_drafts import CATEGORIES, CATEGORY_LABELS, CaseDraft
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.errors import Conflict, InvalidInput, NotFound, TooManyRequests, Unavailable
 from agentlasso.http.auth import PlatformDep
+from agentlasso.http.generation_asks import ask_of
 from agentlasso.http.pagination import parse_id
 from agentlasso.http.problems import status_of
+from agentlasso.schemas.case_drafts import GenerationCreate
 from agentlasso.services import agents as agent_service
 from agentlasso.services import case_drafts as draft_service
 from agentlasso.services import case_generation

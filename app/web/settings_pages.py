@@ -10,12 +10,12 @@ from uuid import UUID
 import msgspec
 import msgspec.inspect
 from agentlasso.agents import AgentCallResult
-from agentlasso.api.agents import AgentCreate
-from agentlasso.api.traces import TraceSettingsUpdate
 from agentlasso.domain.agents import Agent
 from agentlasso.errors import InvalidInput, TooManyRequests
 from agentlasso.http.auth import PlatformDep
 from agentlasso.http.pagination import parse_id
+from agentlasso.schemas.agents import AgentCreate
+from agentlasso.schemas.traces import TraceSettingsUpdate
 from agentlasso.services import agents as agent_service
 from agentlasso.services import api_keys as key_service
 from agentlasso.services import judge_settings as judge_service

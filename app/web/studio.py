@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
-from agentlasso.api.datasets import DatasetCreate
 from agentlasso.domain.checks import CHECK_TYPES, PRODUCT_NAMES, Severity, type_of
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.test_cases import TestCase
@@ -16,6 +15,7 @@ from agentlasso.domain.web import CaseFilter
 from agentlasso.errors import Conflict, InvalidInput
 from agentlasso.http.auth import PlatformDep
 from agentlasso.http.pagination import decode_cursor, next_cursor
+from agentlasso.schemas.datasets import DatasetCreate
 from agentlasso.services import datasets as dataset_service
 from agentlasso.services import test_cases as case_service
 from agentlasso.services import transfer

@@ -84,7 +84,13 @@ def make_summary(**changes: object) -> ComparisonSummary:
         pass_rate=0.875,
         pass_threshold=0.9,
         counts=BucketCounts(
-            new_failure=2, fixed=1, still_failing=3, still_passing=10, new_case=1, flaky=1
+            new_failure=2,
+            fixed=1,
+            still_failing=3,
+            still_passing=10,
+            new_case=1,
+            removed_case=0,
+            flaky=1,
         ),
         new_failures=[make_case(1), make_case(2)],
         others={
@@ -188,7 +194,7 @@ def test_the_heading_gives_the_verdict_in_words_the_reason_and_the_baseline() ->
 
 
 def test_without_a_baseline_the_comment_says_every_case_is_new() -> None:
-    summary = make_summary(baseline_run_id=None, new_failures=[], counts=BucketCounts(new_case=3))
+    summary = make_summary(baseline_run_id=None, new_failures=[], counts=only_new_cases(3))
     text = rendered(render_comment(summary)).text()
     assert "No baseline: every case is new." in text
     assert "Nothing can be a new failure without a baseline." in text
@@ -441,3 +447,11 @@ def test_the_comment_file_is_utf8(tmp_path: Path) -> None:
     text = path.read_bytes().decode("utf-8")
     assert text == render_comment(summary)
     assert "Rückerstattung für 🧾" in text and "\r" not in text
+
+
+def only_new_cases(count: int) -> BucketCounts:
+    """The counts of a run without a baseline: every case is new."""
+    return BucketCounts(
+        new_failure=0, fixed=0, still_failing=0, still_passing=0, new_case=count,
+        removed_case=0, flaky=0,
+    )  # fmt: skip

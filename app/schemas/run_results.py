@@ -1,0 +1,71 @@
+"""A run's case results on the wire: the grades of a posted batch, and stored results."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+from agentlasso.domain.agent_calls import Attempt
+from agentlasso.domain.grades import CheckResult, UngradedItem
+from agentlasso.domain.judging import JudgeRecord
+from agentlasso.schemas.runs import RunGate
+
+Outcome = Literal["passed", "failed", "not_graded"]
+
+
+class GradedResult(msgspec.Struct, kw_only=True):
+    """One posted case's grade."""
+
+    test_case_id: str
+    graded: bool
+    pass_fail: bool
+    score: float | None
+    partially_graded: bool
+    judge_reasoning: str
+    check_results: tuple[CheckResult, ...]
+    ungraded_items: tuple[UngradedItem, ...]
+
+
+class ResultsAnswer(RunGate, kw_only=True):
+    """The run after a batch, and the grade of each posted case."""
+
+    results: list[GradedResult]
+
+
+class StillJudging(RunGate, kw_only=True):
+    """202: the batch is stored but its verdicts are still coming; long-poll the run."""
+
+    detail: str
+
+
+class AgentCall(msgspec.Struct, kw_only=True):
+    """The platform's call to the agent for a case (server mode)."""
+
+    latency_ms: int | None
+    attempts: tuple[Attempt, ...]
+    error: str | None
+
+
+class StoredResult(GradedResult, kw_only=True):
+    """A stored case result, with what the agent did and what the AI judge said."""
+
+    trial: int
+    outcome: Outcome
+    # True while its AI judge checks wait for verdicts: the grade is provisional.
+    judge_pending: bool = False
+    judge: tuple[JudgeRecord, ...] | None = None
+    actual_output: Any = msgspec.UNSET
+    actual_tool_calls: Any = msgspec.UNSET
+    agent_call: AgentCall | None = None
+    # The case's trials in this run taken together: some passed (pass@k), all passed (pass^k),
+    # they disagree (flaky).
+    pass_at_k: bool | None = None
+    pass_all_k: bool | None = None
+    flaky: bool | None = None
+
+
+class ResultPage(msgspec.Struct, kw_only=True):
+    """A page of a run's results."""
+
+    items: list[StoredResult]
+    next_cursor: str | None
