@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import httpx
 import msgspec
+
 from agentlasso.schemas.comparisons import BucketCounts, ComparedCaseOut, ComparisonOut
 from agentlasso.schemas.run_results import (
     GradedResult,

@@ -11,13 +11,14 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import msgspec
-from agentlasso.domain.runs import ChunkRef
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.constants import in_progress_key_prefix, job_key_prefix
 from arq.jobs import serialize_job
 from arq.utils import timestamp_ms
 from arq.worker import Worker, get_kwargs
 from redis.exceptions import RedisError
+
+from agentlasso.domain.runs import ChunkRef
 
 log = logging.getLogger("agentlasso.queue")
 

@@ -6,9 +6,10 @@ import base64
 import binascii
 import os
 
-from agentlasso.config import Settings
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from agentlasso.config import Settings
 
 KEY_BYTES = 32
 NONCE_BYTES = 12

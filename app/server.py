@@ -10,6 +10,11 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import FrameType
 from typing import Any
 
+from litestar import Litestar, Router
+from litestar.di import Provide
+from litestar.exceptions import HTTPException
+from litestar.openapi import OpenAPIConfig
+
 from agentlasso import queue
 from agentlasso.agents import AgentClient
 from agentlasso.api.agents import AgentController
@@ -43,10 +48,6 @@ from agentlasso.secrets_box import require_secret_key
 from agentlasso.services.platform import Platform
 from agentlasso.services.request_limits import RequestLimits
 from agentlasso.web.routes import http_error_anywhere, web_routers
-from litestar import Litestar, Router
-from litestar.di import Provide
-from litestar.exceptions import HTTPException
-from litestar.openapi import OpenAPIConfig
 
 
 def _lifespan(

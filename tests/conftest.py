@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
+
 from agentlasso.config import Settings
 from agentlasso.server import create_app
-
 from tests.support.databases import ServerUrls, drop_database, fresh_database, new_project_key
 from tests.support.processes import WorkerProcesses, api_process
 from tests.support.servers import serving

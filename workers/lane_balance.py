@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 
 import msgspec
+
 from agentlasso.queue import QueueConnection
 
 # A load not refreshed for this long is a worker that stopped: it is left out, then removed.

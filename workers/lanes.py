@@ -16,6 +16,7 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
+
 from agentlasso.agents import AgentCallResult, AgentTarget
 from agentlasso.agents.address_guard import origin_of
 from agentlasso.agents.headers import target_for

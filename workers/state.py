@@ -14,6 +14,7 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+
 from agentlasso.agents import AgentClient
 from agentlasso.config import Settings
 from agentlasso.coordination.agent_limits import AgentLimiter

@@ -18,6 +18,7 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg
+
 from agentlasso.db import traces as db
 from agentlasso.db.pool import Connection
 from agentlasso.traces.limits import TraceLimits

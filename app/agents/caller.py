@@ -15,6 +15,8 @@ from types import TracebackType
 from typing import Any
 
 import msgspec
+from prometheus_client import Counter, Histogram
+
 from agentlasso.agents.address_guard import AddressRefused, Resolver, parse_agent_url, resolve_host
 from agentlasso.agents.calls import AgentCallResult, AgentTarget
 from agentlasso.agents.connections import ConnectionPool
@@ -43,7 +45,6 @@ from agentlasso.domain.agent_calls import Attempt
 from agentlasso.domain.agent_headers import HEADER_NAME, HEADER_VALUE
 from agentlasso.observability import metrics
 from agentlasso.retry_policy import RETRYABLE_STATUSES, RetryPolicy, Sleep, retry_after_s
-from prometheus_client import Counter, Histogram
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 # An answer's head (and any trailers): nginx reads 4 to 32 KiB of headers, Node 16 KiB.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from agentlasso.domain.agent_calls import AgentCall, Attempt
 from agentlasso.domain.case_results import Reported
 

@@ -6,6 +6,7 @@ import logging
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.agents.calls import AgentTarget
 from agentlasso.domain.agents import Agent
 from agentlasso.errors import Conflict

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from agentlasso.domain.json_nesting import too_deep
 
 _KINDS: dict[type, str] = {

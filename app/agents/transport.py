@@ -12,6 +12,7 @@ import asyncio
 import ssl
 
 import httpx
+
 from agentlasso.agents.address_guard import AddressRefused, Resolver, refusal_reason
 from agentlasso.agents.http1 import AgentConnection, AnswerLimits, ConnectFailed, Origin
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import msgspec
+from litestar import Controller, delete, get, patch, post
+from litestar.params import FromPath, JSONBody
+
 from agentlasso.domain import agents as domain
 from agentlasso.http.auth import PlatformDep, ProjectId
 from agentlasso.http.pagination import (
@@ -22,8 +25,6 @@ from agentlasso.schemas.agents import (
     InvokeResult,
 )
 from agentlasso.services import agents as service
-from litestar import Controller, delete, get, patch, post
-from litestar.params import FromPath, JSONBody
 
 
 def agent_out(agent: domain.Agent) -> Agent:

@@ -6,6 +6,9 @@ from datetime import datetime
 from typing import Annotated
 
 import msgspec
+from litestar import Controller, get, post
+from litestar.params import FromPath, JSONBody, QueryParameter
+
 from agentlasso.api.test_cases import case_out
 from agentlasso.domain import case_drafts as domain
 from agentlasso.domain.case_drafts import Category, DraftStatus
@@ -26,8 +29,6 @@ from agentlasso.schemas.case_drafts import GenerationCreate
 from agentlasso.schemas.test_cases import TestCase, with_edits
 from agentlasso.services import case_drafts as drafts
 from agentlasso.services import case_generation as generation
-from litestar import Controller, get, post
-from litestar.params import FromPath, JSONBody, QueryParameter
 
 StatusFilter = Annotated[
     DraftStatus | None, QueryParameter(description="Only drafts of this status.")

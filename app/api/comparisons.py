@@ -6,6 +6,10 @@ from typing import Annotated
 from uuid import UUID
 
 import msgspec
+from litestar import Controller, MediaType, Response, get
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import FromPath, FromQuery, QueryParameter
+
 from agentlasso.api.run_results import MAX_PAGE_BYTES, stored_result_out
 from agentlasso.domain.comparisons import BUCKETS, Bucket, ComparedCase, FlakyCase
 from agentlasso.http.auth import PlatformDep, ProjectId
@@ -23,9 +27,6 @@ from agentlasso.schemas.comparisons import (
     FlakyCases,
 )
 from agentlasso.services import comparisons
-from litestar import Controller, MediaType, Response, get
-from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import FromPath, FromQuery, QueryParameter
 
 MAX_COMPARED = 200
 _CURSOR_HINT = "The next_cursor of the previous page."

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import msgspec
+from litestar import Controller, delete, get, patch, post
+from litestar.params import FromPath, JSONBody
+
 from agentlasso.domain import datasets as domain
 from agentlasso.http.auth import PlatformDep, ProjectId
 from agentlasso.http.pagination import (
@@ -15,8 +18,6 @@ from agentlasso.http.pagination import (
 )
 from agentlasso.schemas.datasets import Dataset, DatasetCreate, DatasetPage, DatasetUpdate
 from agentlasso.services import datasets as service
-from litestar import Controller, delete, get, patch, post
-from litestar.params import FromPath, JSONBody
 
 
 def dataset_out(dataset: domain.Dataset) -> Dataset:

@@ -6,8 +6,9 @@ import asyncio
 from collections.abc import Awaitable
 
 import msgspec
-from agentlasso.http.auth import PlatformDep
 from litestar import Response, get
+
+from agentlasso.http.auth import PlatformDep
 
 PROBE_TIMEOUT_S = 2.0
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 import msgspec
-from agentlasso.http.auth import PlatformDep, ProjectId
-from agentlasso.services import judge_settings as service
 from litestar import Controller, get, patch
 from litestar.params import JSONBody
+
+from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.services import judge_settings as service
 
 Model = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 ApiKey = Annotated[

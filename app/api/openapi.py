@@ -16,21 +16,7 @@ from collections.abc import Iterable, Iterator
 from types import ModuleType
 from typing import Any
 
-import agentlasso.api
-import agentlasso.schemas
 import msgspec
-from agentlasso.api.comparisons import MAX_COMPARED
-from agentlasso.api.openapi_examples import BODY_EXAMPLES, IMPORT_EXAMPLE
-from agentlasso.api.openapi_links import LINKS
-from agentlasso.api.openapi_rules import (
-    ids_as_uuids,
-    otlp_json_components,
-    schemas_named_in,
-    without_nul,
-)
-from agentlasso.http.pagination import COMPARE_CURSOR, CURSOR_PATTERN, MAX_LIMIT
-from agentlasso.http.problems import PROBLEM_JSON, Problem
-from agentlasso.services.traces import TRACE_CURSOR_PATTERN
 from litestar import Litestar
 from litestar.openapi.spec import (
     Components,
@@ -46,6 +32,21 @@ from litestar.openapi.spec import (
     SecurityScheme,
 )
 from litestar.openapi.spec.enums import OpenAPIFormat, OpenAPIType
+
+import agentlasso.api
+import agentlasso.schemas
+from agentlasso.api.comparisons import MAX_COMPARED
+from agentlasso.api.openapi_examples import BODY_EXAMPLES, IMPORT_EXAMPLE
+from agentlasso.api.openapi_links import LINKS
+from agentlasso.api.openapi_rules import (
+    ids_as_uuids,
+    otlp_json_components,
+    schemas_named_in,
+    without_nul,
+)
+from agentlasso.http.pagination import COMPARE_CURSOR, CURSOR_PATTERN, MAX_LIMIT
+from agentlasso.http.problems import PROBLEM_JSON, Problem
+from agentlasso.services.traces import TRACE_CURSOR_PATTERN
 
 API_KEY_SCHEME = "apiKey"
 # What each problem status means, as the document says it.

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from agentlasso.domain.stored_text import WITHOUT_NUL_PATTERN
 from agentlasso.traces.otlp_json import OTLP_JSON_REQUEST
 

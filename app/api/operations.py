@@ -6,11 +6,12 @@ import hashlib
 from datetime import datetime
 
 import msgspec
+from litestar import Controller, Response, get
+
 from agentlasso.db.workers import WorkerRow
 from agentlasso.http.auth import PlatformDep, ProjectId
 from agentlasso.observability import metrics
 from agentlasso.services import operations as service
-from litestar import Controller, Response, get
 
 
 @get("/metrics", operation_id="metrics", tags=["operations"], include_in_schema=False)

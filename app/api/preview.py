@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from litestar import Controller, post
+from litestar.params import FromPath, JSONBody
+
 from agentlasso.domain.checks import WrittenChecks
 from agentlasso.domain.grades import CaseResult
 from agentlasso.domain.test_cases import (
@@ -18,8 +21,6 @@ from agentlasso.http.auth import PlatformDep, ProjectId
 from agentlasso.http.pagination import parse_id
 from agentlasso.services import preview
 from agentlasso.services.test_cases import regex_warnings
-from litestar import Controller, post
-from litestar.params import FromPath, JSONBody
 
 
 class ReplyPreview(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -8,6 +8,11 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
+from litestar import Controller, MediaType, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.response import Stream
+
 from agentlasso.api.runs import gate_fields
 from agentlasso.domain.case_results import StoredResult as DomainStoredResult
 from agentlasso.domain.case_results import TrialSummary
@@ -32,10 +37,6 @@ from agentlasso.schemas.run_results import (
 )
 from agentlasso.services import ci_results, runs
 from agentlasso.services.ci_results import PostedResult
-from litestar import Controller, MediaType, Response, get, post
-from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import FromPath, FromQuery, JSONBody
-from litestar.response import Stream
 
 # Results come in batches; a batch of 10,000 cases with their replies fits well within this.
 MAX_RESULTS_BODY_BYTES = 32 * 1024 * 1024

@@ -7,6 +7,10 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
+from litestar import Controller, MediaType, Response, get, post
+from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
+from litestar.response import ServerSentEvent, ServerSentEventMessage, Stream
+
 from agentlasso.domain import runs as domain
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.test_cases import PinnedCase
@@ -36,9 +40,6 @@ from agentlasso.schemas.runs import (
 from agentlasso.services import runs, start_run
 from agentlasso.services.platform import Platform
 from agentlasso.services.run_events import run_events
-from litestar import Controller, MediaType, Response, get, post
-from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
-from litestar.response import ServerSentEvent, ServerSentEventMessage, Stream
 
 # A long-poll may last this long at most.
 MAX_WAIT_S = 120

@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from litestar import Controller, Request, delete, get, patch, post
+from litestar.exceptions import HTTPException
+from litestar.params import FromPath, JSONBody
+from litestar.response import Stream
+
 from agentlasso.domain import test_cases as domain
 from agentlasso.domain.test_cases import ContentWarning
 from agentlasso.http.auth import PlatformDep, ProjectId
@@ -25,10 +30,6 @@ from agentlasso.schemas.test_cases import (
 )
 from agentlasso.services import test_cases as service
 from agentlasso.services import transfer
-from litestar import Controller, Request, delete, get, patch, post
-from litestar.exceptions import HTTPException
-from litestar.params import FromPath, JSONBody
-from litestar.response import Stream
 
 JSONL_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
 

@@ -7,6 +7,11 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import msgspec
+from litestar import Controller, Request, Response, Router, get, post, put
+from litestar.di import Provide
+from litestar.params import FromPath, JSONBody, QueryParameter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
 from agentlasso.api.test_cases import case_out
 from agentlasso.db.trace_lists import TraceFilters
 from agentlasso.db.traces import TraceRow
@@ -21,10 +26,6 @@ from agentlasso.services import traces as service
 from agentlasso.services.platform import Platform
 from agentlasso.traces.otlp import Intake
 from agentlasso.traces.spans import Span
-from litestar import Controller, Request, Response, Router, get, post, put
-from litestar.di import Provide
-from litestar.params import FromPath, JSONBody, QueryParameter
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 PROTOBUF = "application/x-protobuf"
 TraceCursor = Annotated[

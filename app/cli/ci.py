@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import msgspec
+
 from agentlasso.cli.compare_report import CaseText, fetch_compared, gate_line, report_compared
 from agentlasso.cli.errors import run_reporting_errors
 from agentlasso.cli.gate_report import GateReport, finish, print_run_page

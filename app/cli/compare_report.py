@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import msgspec
+
 from agentlasso.cli.gate_report import GateReport, case_lines, percent
 from agentlasso.cli.pr_comment import (
     ComparedCase,

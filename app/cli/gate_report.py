@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 import msgspec
+
 from agentlasso.client import Counts, GradedResult, JudgeUsage, RunGate, case_card_url, trial_of
 from agentlasso.config import load_client_settings
 

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import httpx
 import msgspec
+
 from agentlasso.client import ResultToPost, RunTestCase
 
 MAX_REPLY_BYTES = 16 * 1024 * 1024

@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import msgspec
+
 from agentlasso.client import BucketCounts
 from agentlasso.domain import checks
 

@@ -29,8 +29,9 @@ def api(args: argparse.Namespace) -> int:
     if log_format is None:
         return 1
     import uvicorn
-    from agentlasso.observability.logs import with_access_redaction
     from uvicorn.config import LOGGING_CONFIG
+
+    from agentlasso.observability.logs import with_access_redaction
 
     with _refusals_logged(log_format):
         uvicorn.run(

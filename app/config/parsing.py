@@ -7,6 +7,7 @@ import urllib.parse
 from typing import Any
 
 import msgspec
+
 from agentlasso.config.declaring import Declared
 
 TRUE_WORDS = ("1", "true", "yes", "on")

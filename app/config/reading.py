@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import msgspec
+
 from agentlasso.config.declaring import NO_DEFAULT, Declared, declared
 from agentlasso.config.parsing import SettingRefused, is_given, parse, parse_url_setting
 from agentlasso.config.settings import ClientSettings, Settings

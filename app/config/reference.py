@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import msgspec
+
 from agentlasso.config.declaring import Declared, Group, declared, field_docs
 from agentlasso.config.parsing import LIST, TRUE_WORDS
 from agentlasso.config.settings import DECLARED

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import msgspec
+
 from agentlasso.config.declaring import Group
 from agentlasso.config.parsing import parse_price_setting, parse_url_setting
 

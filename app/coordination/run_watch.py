@@ -16,6 +16,7 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
+
 from agentlasso.coordination.waiter_shares import within_fair_share
 from agentlasso.db import runs as run_rows
 from agentlasso.domain.runs import Run

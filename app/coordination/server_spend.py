@@ -14,9 +14,10 @@ import time
 from datetime import UTC, datetime
 from uuid import UUID
 
-from agentlasso.config import Settings
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
+
+from agentlasso.config import Settings
 
 log = logging.getLogger("agentlasso.server_spend")
 

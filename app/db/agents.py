@@ -6,6 +6,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db.pool import Connection, Executor
 from agentlasso.domain.agents import Agent
 

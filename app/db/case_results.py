@@ -8,6 +8,7 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
+
 from agentlasso.db.pool import Connection, Executor
 from agentlasso.db.test_cases import content_of
 from agentlasso.domain.agent_calls import AgentCall, Attempt

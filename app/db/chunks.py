@@ -5,6 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import asyncpg
+
 from agentlasso.db.pool import Connection, Executor
 from agentlasso.domain.runs import ChunkRef, ClaimedChunk
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import asyncpg
+
 from agentlasso.db.pool import Connection, Executor
 from agentlasso.domain.comparisons import BUCKETS, Bucket, ComparedRow, Comparison, rank_of
 

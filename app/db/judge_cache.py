@@ -5,6 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db.pool import Executor
 from agentlasso.domain.judging import CachedAnswer
 

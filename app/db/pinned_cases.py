@@ -6,6 +6,7 @@ import functools
 from uuid import UUID
 
 import asyncpg
+
 from agentlasso.db.pool import Connection, Executor
 from agentlasso.db.test_cases import content_of
 from agentlasso.domain.test_cases import PinnedCase

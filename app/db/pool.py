@@ -6,9 +6,10 @@ from typing import Any, cast
 
 import asyncpg
 import msgspec
+from asyncpg.pool import PoolAcquireContext, PoolConnectionProxy
+
 from agentlasso.errors import Unavailable
 from agentlasso.observability import metrics
-from asyncpg.pool import PoolAcquireContext, PoolConnectionProxy
 
 # A connection of our own or one borrowed from the pool: the db modules take either.
 Connection = asyncpg.Connection | PoolConnectionProxy

@@ -17,6 +17,7 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
+
 from agentlasso.db.pool import Executor
 from agentlasso.domain.web import ResultFilter, ResultRow
 

@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db.pool import Connection, Executor
 from agentlasso.domain.runs import Counters
 

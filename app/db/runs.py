@@ -6,6 +6,7 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
+
 from agentlasso.db.pool import Connection, Executor
 from agentlasso.db.run_counts import TALLIES_OF, run_column
 from agentlasso.domain.grades import Gate

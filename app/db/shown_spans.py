@@ -11,6 +11,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db.pool import Executor
 from agentlasso.traces.spans import Span, SpanEvent
 

@@ -8,6 +8,7 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
+
 from agentlasso.db.pool import Connection, Executor
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.test_cases import TestCase, TestCaseContent

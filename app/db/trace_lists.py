@@ -7,6 +7,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db.pool import Executor
 from agentlasso.db.traces import TraceRow, trace_row
 

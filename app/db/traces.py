@@ -8,6 +8,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db.pool import Connection, Executor, jsonb_text
 from agentlasso.traces.spans import Span
 from agentlasso.traces.summary import TraceMessage, TraceSummary, TraceToolCall, TraceUsage

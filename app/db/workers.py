@@ -6,6 +6,7 @@ from datetime import datetime
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db.pool import Executor
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentlasso.devstack.demo import DEMO_AGENT_PATH, demo_reply
-from agentlasso.http.strict_bodies import read_bodies_strictly
 from litestar import post
 from litestar.params import Body
+
+from agentlasso.devstack.demo import DEMO_AGENT_PATH, demo_reply
+from agentlasso.http.strict_bodies import read_bodies_strictly
 
 
 # Outside /api/v1, so its body is checked here: JSON nested too deeply is a 422, not a 500.

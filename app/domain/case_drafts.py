@@ -7,6 +7,7 @@ from typing import Any, Literal, get_args
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.domain.checks import Check
 from agentlasso.domain.judging import Usage
 from agentlasso.domain.test_cases import EvaluationType, TestCaseContent

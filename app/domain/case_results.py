@@ -7,6 +7,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.domain.agent_calls import AgentCall
 from agentlasso.domain.grades import CaseResult, Outcome
 from agentlasso.domain.judging import JudgeRecord

@@ -6,6 +6,7 @@ from typing import Literal
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.domain.case_results import StoredResult, TrialSummary
 
 Bucket = Literal[

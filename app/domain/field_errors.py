@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import msgspec
+
 from agentlasso.domain.checks import CHECK_TYPES
 from agentlasso.errors import FieldError
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import msgspec
+
 from agentlasso.domain.checks import CheckType, Severity
 
 CheckStatus = Literal["passed", "failed", "not_graded"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.domain.grades import JudgeVerdict
 
 

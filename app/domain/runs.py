@@ -9,6 +9,7 @@ from typing import Literal
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.domain.grades import RunCounts
 
 RunStatus = Literal[

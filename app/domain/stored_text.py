@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
+
 from agentlasso.errors import FieldError, InvalidInput
 
 # The rule as a pattern (ECMA-262 and Python alike), for the API's description and its queries.

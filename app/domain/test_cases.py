@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.domain.checks import MAX_CHECKS, Check
 
 EvaluationType = Literal["BOOLEAN", "SCORE"]

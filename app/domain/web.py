@@ -7,6 +7,7 @@ from typing import Any, Literal
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.domain.checks import CheckType, Severity
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.runs import RunStatus

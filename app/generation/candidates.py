@@ -8,6 +8,7 @@ import itertools
 from typing import Any, TypeVar
 
 import msgspec
+
 from agentlasso.domain.case_drafts import CATEGORIES, AgentProfile, Candidate, Category, Slot
 from agentlasso.domain.checks import (
     CHECK_CLASSES,

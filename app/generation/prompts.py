@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 import msgspec
+
 from agentlasso.domain.case_drafts import CATEGORIES, CATEGORY_MEANINGS, AgentProfile, Slot
 from agentlasso.domain.checks import CHECK_CLASSES, CHECK_TYPES, type_of, written_fields
 from agentlasso.judge.prompt_data import DATA_ESCAPING, fenced

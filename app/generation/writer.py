@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 import msgspec
+
 from agentlasso.domain.case_drafts import Candidate, Slot
 from agentlasso.domain.judging import Usage
 from agentlasso.generation.candidates import PlannedSlot, read_candidate, read_plan

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import msgspec
+
 from agentlasso.domain.checks import OutputValidJson
 from agentlasso.domain.grades import CheckResult
 from agentlasso.grading.context import GradingContext

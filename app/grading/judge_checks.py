@@ -10,6 +10,7 @@ import math
 from typing import Literal
 
 import msgspec
+
 from agentlasso.domain.checks import LlmJudge
 from agentlasso.domain.grades import CheckResult, JudgeVerdict, Observation
 from agentlasso.domain.test_cases import EvaluationType, TestCaseContent

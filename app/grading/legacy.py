@@ -14,6 +14,7 @@ item, so a case never silently loses part of what it asked for.
 from __future__ import annotations
 
 import msgspec
+
 from agentlasso.domain.checks import Check, OutputNotContains, ToolCalled, assign_check_ids
 from agentlasso.domain.grades import UngradedItem
 from agentlasso.grading.excerpts import shorten

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+
 from agentlasso.domain.grades import Observation, ToolCall
 from agentlasso.grading.tool_calls import normalise_tool_calls
 

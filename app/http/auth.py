@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from agentlasso.services.api_keys import admit
-from agentlasso.services.platform import Platform
 from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.di import NamedDependency
 from litestar.handlers import BaseRouteHandler
+
+from agentlasso.services.api_keys import admit
+from agentlasso.services.platform import Platform
 
 # A handler parameter of this type receives the caller's project id.
 ProjectId = NamedDependency[UUID]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+
 from agentlasso.domain.case_drafts import ToolSpec
 from agentlasso.http.pagination import body_id
 from agentlasso.schemas.case_drafts import GenerationCreate

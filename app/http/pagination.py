@@ -10,8 +10,9 @@ import re
 from typing import Annotated
 from uuid import UUID
 
-from agentlasso.errors import FieldError, InvalidInput, NotFound
 from litestar.params import QueryParameter
+
+from agentlasso.errors import FieldError, InvalidInput, NotFound
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000

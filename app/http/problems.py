@@ -6,6 +6,9 @@ import logging
 from typing import Any
 
 import msgspec
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+
 from agentlasso.domain.field_errors import friendlier, pointer_from_path, with_named_field
 from agentlasso.errors import (
     AgentLassoError,
@@ -20,8 +23,6 @@ from agentlasso.errors import (
     Unavailable,
     UnsupportedMediaType,
 )
-from litestar import Request, Response
-from litestar.exceptions import HTTPException, ValidationException
 
 log = logging.getLogger("agentlasso.api")
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 
-from agentlasso.observability import metrics
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from agentlasso.observability import metrics
 
 
 class CountRequests:

@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from agentlasso.domain.field_errors import field_error_from_msgspec
-from agentlasso.domain.json_nesting import TOO_DEEP, too_deep
-from agentlasso.errors import FieldError, InvalidInput
 from litestar import Request
 from litestar.handlers import HTTPRouteHandler
 from litestar.utils.scope.state import ScopeState
+
+from agentlasso.domain.field_errors import field_error_from_msgspec
+from agentlasso.domain.json_nesting import TOO_DEEP, too_deep
+from agentlasso.errors import FieldError, InvalidInput
 
 # Bodies above this size are decoded a slice at a time; a slice is this many list items.
 SLICED_ABOVE_BYTES = 1024 * 1024

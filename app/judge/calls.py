@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.config import Settings
 from agentlasso.domain.grades import JudgeVerdict, Observation
 from agentlasso.domain.judging import CachedAnswer, JudgeRecord, Usage

@@ -6,6 +6,7 @@ import asyncio
 import time
 
 import msgspec
+
 from agentlasso.domain.grades import JudgeVerdict
 from agentlasso.domain.judging import Usage
 from agentlasso.judge.model_calls import Failure, JudgeSettings, ModelCaller, Reply, Tally

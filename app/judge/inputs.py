@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from agentlasso.domain.grades import JudgeVerdict, Observation
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.grading.judge_checks import JudgeRequest

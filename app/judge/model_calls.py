@@ -11,11 +11,12 @@ from typing import Any, TypeVar
 import anthropic
 import httpx2
 import msgspec
+from anthropic.types import Message, TextBlock, ToolUseBlock
+
 from agentlasso.domain.judging import Usage
 from agentlasso.judge.verdicts import ModelOutput
 from agentlasso.observability import metrics
 from agentlasso.retry_policy import RetryPolicy, Sleep, retry_after_s
-from anthropic.types import Message, TextBlock, ToolUseBlock
 
 log = logging.getLogger("agentlasso.judge")
 

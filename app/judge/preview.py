@@ -20,9 +20,10 @@ from agentlasso.grading import judge_requests
 
 if TYPE_CHECKING:
     import asyncpg
+    from redis.asyncio import Redis
+
     from agentlasso.judge.calls import Judge
     from agentlasso.judge.keys import JudgeClients
-    from redis.asyncio import Redis
 
 
 class PreviewJudge:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.judge.prompt_data import DATA_ESCAPING, fenced
 from agentlasso.judge.verdicts import (
     VERDICT_SCHEMA_VERSION,

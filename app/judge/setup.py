@@ -10,6 +10,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from uuid import UUID
 
+from redis.asyncio import Redis
+
 from agentlasso.config import Settings
 from agentlasso.coordination.agent_limits import AgentLimiter
 from agentlasso.coordination.rate_limits import RatePacer
@@ -17,7 +19,6 @@ from agentlasso.coordination.server_spend import ServerKeySpend
 from agentlasso.db.pool import Executor
 from agentlasso.judge.cache import PgJudgeCache
 from agentlasso.judge.calls import Judge
-from redis.asyncio import Redis
 
 
 def require_priced_model(settings: Settings) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
+
 from agentlasso.domain.grades import JudgeVerdict
 from agentlasso.domain.json_nesting import TOO_DEEP_WORDS, too_deep
 

@@ -19,6 +19,7 @@ from types import MappingProxyType, TracebackType
 from typing import IO, Any
 
 import msgspec
+
 from agentlasso.config import LogFormat, LogLevel, LogSettings, read_setting
 
 LOG_FORMATS: tuple[str, ...] = typing.get_args(LogFormat)

@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 import msgspec
+
 from agentlasso.observability import metrics
 
 # A request line and headers beyond this are not a probe's or a scraper's.

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.domain.agent_headers import HEADER_NAME, HEADER_VALUE, RESERVED_HEADERS
 from agentlasso.domain.test_cases import CaseInput
 

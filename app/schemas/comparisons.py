@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+
 from agentlasso.domain.comparisons import Bucket
 from agentlasso.schemas.run_results import StoredResult
 

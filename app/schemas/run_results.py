@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import msgspec
+
 from agentlasso.domain.agent_calls import Attempt
 from agentlasso.domain.grades import CheckResult, UngradedItem
 from agentlasso.domain.judging import JudgeRecord

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
+
 from agentlasso.domain import runs as domain
 from agentlasso.domain.checks import Check
 from agentlasso.domain.test_cases import CaseInput, EvaluationType

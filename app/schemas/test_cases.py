@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
+
 from agentlasso.domain.checks import Check, WrittenChecks
 from agentlasso.domain.test_cases import (
     CaseInput,

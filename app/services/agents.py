@@ -7,6 +7,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.agents import AgentCallResult, check_agent_url
 from agentlasso.agents.address_guard import origin_of
 from agentlasso.agents.headers import seal_headers, target_for

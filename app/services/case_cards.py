@@ -6,6 +6,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db import case_card_reads
 from agentlasso.domain.case_results import StoredResult
 from agentlasso.domain.runs import Run

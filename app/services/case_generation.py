@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import msgspec
+from redis.exceptions import RedisError
+
 from agentlasso.db import agents as agent_rows
 from agentlasso.db import case_drafts as draft_rows
 from agentlasso.db import datasets as dataset_rows
@@ -31,7 +33,6 @@ from agentlasso.domain.stored_text import refuse_nul
 from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound, TooManyRequests
 from agentlasso.services.case_drafts import draft_or_missing, draft_rows_of, pending_or_conflict
 from agentlasso.services.platform import Platform
-from redis.exceptions import RedisError
 
 if TYPE_CHECKING:
     from agentlasso.services.case_writing import GenerationRun

@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.coordination.server_spend import seconds_to_next_day
 from agentlasso.db import case_drafts as draft_rows
 from agentlasso.domain.case_drafts import AgentProfile, Candidate, Discarded, GenerationRecord, Slot

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.coordination.run_watch import Subscription
 from agentlasso.db import case_results, pinned_cases
 from agentlasso.db import runs as run_rows

@@ -6,6 +6,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db import case_results
 from agentlasso.db import comparisons as comparison_rows
 from agentlasso.db import flaky_cases as flaky_rows

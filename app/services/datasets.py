@@ -6,6 +6,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db import datasets as dataset_rows
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.runs import FINAL_STATUSES

@@ -7,6 +7,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db import projects
 from agentlasso.domain.judging import ProjectJudge, judge_key_owner
 from agentlasso.errors import FieldError, InvalidInput

@@ -6,6 +6,7 @@ from typing import get_args
 from uuid import UUID
 
 import asyncpg
+
 from agentlasso import queue
 from agentlasso.db import runs as run_rows
 from agentlasso.db import traces as trace_rows

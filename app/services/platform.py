@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import asyncpg
+
 from agentlasso.agents import AgentClient
 from agentlasso.config import Settings
 from agentlasso.coordination.rate_limits import TokenBucket

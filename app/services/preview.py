@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.agents import AgentCallResult
 from agentlasso.domain.grades import CaseResult, JudgeVerdict, Observation
 from agentlasso.domain.judging import JudgeRecord

@@ -28,6 +28,7 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
+
 from agentlasso.agents import AgentCallResult
 from agentlasso.db import case_results, run_counts, run_gates
 from agentlasso.db import chunks as chunk_rows

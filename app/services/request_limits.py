@@ -14,11 +14,12 @@ import math
 from collections.abc import Awaitable, Callable
 from uuid import UUID
 
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
 from agentlasso.config import Settings
 from agentlasso.coordination.rate_limits import TokenBucket, take_together
 from agentlasso.errors import TooManyRequests
-from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 log = logging.getLogger("agentlasso.limits")
 

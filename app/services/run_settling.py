@@ -13,6 +13,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import asyncpg
+
 from agentlasso.db import run_gates
 from agentlasso.db import runs as run_rows
 from agentlasso.db.pool import Connection

@@ -6,6 +6,7 @@ import asyncio
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db import case_results, result_rows, run_gates
 from agentlasso.db import runs as run_rows
 from agentlasso.db import test_cases as case_rows

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db import agents as agent_rows
 from agentlasso.db import chunks as chunk_rows
 from agentlasso.db import datasets as dataset_rows

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db import case_results as result_rows
 from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import test_cases as case_rows

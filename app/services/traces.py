@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.config import Settings
 from agentlasso.db import shown_spans, trace_lists
 from agentlasso.db import traces as trace_rows

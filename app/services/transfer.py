@@ -10,6 +10,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import test_cases as case_rows
 from agentlasso.db.pool import Connection

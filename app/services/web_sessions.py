@@ -12,6 +12,7 @@ from datetime import timedelta
 from uuid import UUID
 
 import msgspec
+
 from agentlasso.db import web_sessions as session_rows
 from agentlasso.db.pool import Executor
 from agentlasso.domain.web import WebSession

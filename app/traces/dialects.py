@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import msgspec
+
 from agentlasso.traces.messages import (
     Message,
     event_messages,

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
+
 from agentlasso.traces.spans import SpanEvent
 from agentlasso.traces.values import (
     indexed_groups,

@@ -15,15 +15,16 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgspec
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
+
 from agentlasso.traces.limits import LimitExceeded, TraceLimits, ValueCounter
 from agentlasso.traces.otlp_json import JsonError, json_ids, json_spans
 from agentlasso.traces.proto_wire import WireError, span_ids
 from agentlasso.traces.span_ids import Ids, known, refusal
 from agentlasso.traces.spans import Span, SpanEvent
-from google.protobuf.message import DecodeError as ProtobufDecodeError
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 # A rejection message names at most this many spans; the count covers them all.
 _NAMED_REJECTIONS = 10

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import msgspec
+
 from agentlasso.traces.limits import LimitExceeded, TraceLimits, ValueCounter
 from agentlasso.traces.span_ids import Ids, known, refusal
 from agentlasso.traces.spans import Span, SpanEvent

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
+
 from agentlasso.traces.messages import Message
 from agentlasso.traces.spans import Span
 from agentlasso.traces.tool_calls import TraceToolCall, tool_calls

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import msgspec
+
 from agentlasso.traces.limits import TraceLimits
 from agentlasso.traces.spans import Span
 from agentlasso.traces.summary import TraceMessage, TraceSummary, TraceToolCall

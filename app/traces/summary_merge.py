@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from agentlasso.traces.summary import TraceSummary, TraceToolCall, TraceUsage
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
+
 from agentlasso.traces.messages import ToolRequest
 from agentlasso.traces.tree import ReadSpan
 from agentlasso.traces.values import structure_or_text

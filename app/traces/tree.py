@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import msgspec
+
 from agentlasso.traces.dialects import SpanReading, read_span
 from agentlasso.traces.spans import Span
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
+
 from agentlasso.domain.json_nesting import too_deep
 
 # Python refuses to print integers past 4300 digits; nothing sensible is that long anyway.

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import msgspec
+
 from agentlasso.agents import AgentCallResult
 from agentlasso.domain.case_results import StoredResult
 from agentlasso.domain.grades import Observation

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from litestar import Controller, Request, Response, get
+from litestar.params import FromPath, FromQuery
+
 from agentlasso.domain.case_results import StoredResult
 from agentlasso.domain.checks import PRODUCT_NAMES
 from agentlasso.domain.grades import Observation
@@ -20,8 +23,6 @@ from agentlasso.web.highlight import checks_that_matched, marked_reply
 from agentlasso.web.rendering import page
 from agentlasso.web.sessions import session_of
 from agentlasso.web.word_diff import word_diff
-from litestar import Controller, Request, Response, get
-from litestar.params import FromPath, FromQuery
 
 
 class CaseCardPages(Controller):

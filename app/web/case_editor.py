@@ -9,6 +9,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath, FromQuery
+
 from agentlasso.domain.checks import PRODUCT_NAMES
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.test_cases import TestCase, TestCaseContent
@@ -31,8 +34,6 @@ from agentlasso.web.page_limits import with_retry_after
 from agentlasso.web.rendering import page, redirect
 from agentlasso.web.server_timing import spent
 from agentlasso.web.sessions import session_of
-from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath, FromQuery
 
 HISTORY_SHOWN = 50
 # Where the editor posts, when a page other than a case's own opens it (request.state).

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
+
 from agentlasso.domain.checks import (
     ABOUT,
     COMMON_FIELDS,

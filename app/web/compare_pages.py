@@ -9,6 +9,9 @@ from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
+from litestar import Controller, Request, Response, get
+from litestar.params import FromPath
+
 from agentlasso.domain.case_results import StoredResult
 from agentlasso.domain.checks import PRODUCT_NAMES
 from agentlasso.domain.comparisons import BUCKETS, Bucket, ComparedCase
@@ -27,8 +30,6 @@ from agentlasso.web.rendering import page, percent, when
 from agentlasso.web.sessions import session_of
 from agentlasso.web.tool_alignment import align_tool_calls
 from agentlasso.web.word_diff import word_diff
-from litestar import Controller, Request, Response, get
-from litestar.params import FromPath
 
 # Each case carries both replies, a diff and two verdict lists: a short page stays quick.
 PAGE_SIZE = 20

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from litestar import Request, Response, get
+from litestar.params import FromPath
+
 from agentlasso.http.auth import PlatformDep
 from agentlasso.services import comparisons as comparison_service
 from agentlasso.web.objects import dataset_named
 from agentlasso.web.rendering import page
 from agentlasso.web.sessions import session_of
-from litestar import Request, Response, get
-from litestar.params import FromPath
 
 RECENT_RUNS = 10
 LISTED = 20

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import msgspec
+
 from agentlasso.domain.field_errors import field_error_from_msgspec
 from agentlasso.domain.json_nesting import TOO_DEEP, too_deep
 from agentlasso.errors import FieldError

@@ -7,6 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath
+
 from agentlasso.domain.case_drafts import CATEGORIES, CATEGORY_LABELS, CaseDraft
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.test_cases import TestCaseContent
@@ -26,8 +29,6 @@ from agentlasso.web.forms import by_field, checked, json_field, optional_text, t
 from agentlasso.web.objects import dataset_named
 from agentlasso.web.rendering import page, redirect
 from agentlasso.web.sessions import session_of
-from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath
 
 REVIEW_LIMIT = 500
 AGENTS_OFFERED = 100

@@ -13,10 +13,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import NamedTuple
 
+from markupsafe import Markup, escape
+
 from agentlasso.domain.checks import Check, OutputContains, OutputNotContains
 from agentlasso.domain.grades import CheckResult
 from agentlasso.grading.patterns import MAX_SEARCH_COST, compile_pattern, search_cost
-from markupsafe import Markup, escape
 
 TextCheck = OutputContains | OutputNotContains
 Span = tuple[int, int]

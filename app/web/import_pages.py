@@ -6,6 +6,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from litestar import Controller, Request, Response, get, post
+from litestar.datastructures import UploadFile
+from litestar.params import FromPath
+
 from agentlasso.errors import BodyTooLarge, Conflict, InvalidInput, MalformedBody
 from agentlasso.http.auth import PlatformDep
 from agentlasso.http.problems import status_of
@@ -14,9 +18,6 @@ from agentlasso.web.forms import text
 from agentlasso.web.objects import dataset_named
 from agentlasso.web.rendering import page, redirect
 from agentlasso.web.sessions import session_of
-from litestar import Controller, Request, Response, get, post
-from litestar.datastructures import UploadFile
-from litestar.params import FromPath
 
 
 class ImportPages(Controller):

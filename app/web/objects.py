@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from litestar import Request
+
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.test_cases import TestCase
 from agentlasso.http.pagination import parse_id
@@ -12,7 +14,6 @@ from agentlasso.services import datasets as dataset_service
 from agentlasso.services import test_cases as case_service
 from agentlasso.services.platform import Platform
 from agentlasso.web.sessions import session_of
-from litestar import Request
 
 
 async def dataset_named(

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from litestar import Request, Response
+from litestar.connection import ASGIConnection
+from litestar.handlers import BaseRouteHandler
+
 from agentlasso.domain.web import WebSession
 from agentlasso.errors import TooManyRequests
 from agentlasso.http.auth import platform_of
 from agentlasso.web.rendering import page
 from agentlasso.web.sessions import SESSION_COOKIE
-from litestar import Request, Response
-from litestar.connection import ASGIConnection
-from litestar.handlers import BaseRouteHandler
 
 # Signing out must work however busy the session was.
 NEVER_LIMITED = frozenset({"sign_out"})

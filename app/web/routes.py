@@ -6,6 +6,10 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
+from litestar import Request, Response, Router
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.static_files import create_static_files_router
+
 from agentlasso.config import Settings
 from agentlasso.errors import AgentLassoError, TooManyRequests, Unavailable
 from agentlasso.http.problems import on_http_error, status_of
@@ -33,9 +37,6 @@ from agentlasso.web.sign_in import SignInPages, sign_out
 from agentlasso.web.static_files import cached_when_current
 from agentlasso.web.studio import StudioPages
 from agentlasso.web.trace_pages import TracePages
-from litestar import Request, Response, Router
-from litestar.exceptions import HTTPException, ValidationException
-from litestar.static_files import create_static_files_router
 
 log = logging.getLogger("agentlasso.web")
 # The multipart framing and the form's other fields around an uploaded file.

@@ -11,15 +11,16 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
+from litestar import Request, get
+from litestar.params import FromPath
+from litestar.response import ServerSentEvent, ServerSentEventMessage
+
 from agentlasso.domain.runs import Run
 from agentlasso.http.auth import PlatformDep
 from agentlasso.http.pagination import parse_id
 from agentlasso.services.run_events import run_events
 from agentlasso.web.rendering import render
 from agentlasso.web.sessions import session_of
-from litestar import Request, get
-from litestar.params import FromPath
-from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 # How soon a browser's EventSource reconnects when a stream ends before its run does.
 RECONNECT_MS = 2_000

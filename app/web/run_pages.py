@@ -8,6 +8,9 @@ from typing import Any, Literal, get_args
 from urllib.parse import urlencode
 from uuid import UUID
 
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath
+
 from agentlasso.domain.checks import CHECK_TYPES, PRODUCT_NAMES, CheckType, Severity
 from agentlasso.domain.runs import Run, RunStatus
 from agentlasso.domain.web import ResultFilter, ResultRow
@@ -22,8 +25,6 @@ from agentlasso.web.rendering import page, redirect
 from agentlasso.web.run_live import summary_context
 from agentlasso.web.sessions import session_of
 from agentlasso.web.studio import SEVERITY_CHOICES
-from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath
 
 PAGE_SIZE = 50
 DATASETS_LISTED = 200

@@ -7,6 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath
+
 from agentlasso.domain.agents import Agent
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.runs import RunGate
@@ -22,8 +25,6 @@ from agentlasso.web.objects import dataset_named
 from agentlasso.web.once import new_form_id
 from agentlasso.web.rendering import page, redirect
 from agentlasso.web.sessions import session_of
-from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath
 
 AGENTS_LISTED = 200
 MAX_TRIALS = 10

@@ -12,15 +12,16 @@ import secrets
 from typing import Any
 from urllib.parse import quote
 
+from litestar import Request, Response
+from litestar.connection import ASGIConnection
+from litestar.datastructures import Cookie
+from litestar.handlers import BaseRouteHandler
+
 from agentlasso.domain.web import WebSession
 from agentlasso.errors import AgentLassoError
 from agentlasso.http.auth import platform_of
 from agentlasso.services import web_sessions
 from agentlasso.services.web_sessions import IDLE, LIFETIME, NewSession
-from litestar import Request, Response
-from litestar.connection import ASGIConnection
-from litestar.datastructures import Cookie
-from litestar.handlers import BaseRouteHandler
 
 SESSION_COOKIE = "agentlasso_session"
 # Signing in is protected too: the login form carries a token its own cookie must match, so

@@ -9,6 +9,9 @@ from uuid import UUID
 
 import msgspec
 import msgspec.inspect
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath
+
 from agentlasso.agents import AgentCallResult
 from agentlasso.domain.agents import Agent
 from agentlasso.errors import InvalidInput, TooManyRequests
@@ -28,8 +31,6 @@ from agentlasso.web.once import new_form_id, once
 from agentlasso.web.page_limits import with_retry_after
 from agentlasso.web.rendering import page, redirect
 from agentlasso.web.sessions import session_of
-from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath
 
 AGENT_FIELDS = ("name", "url", "headers", "timeout_s", "max_concurrency", "system_prompt", "tools")
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromQuery
+
 from agentlasso.errors import NotAuthenticated, TooManyRequests
 from agentlasso.http.auth import PlatformDep
 from agentlasso.services import web_sessions
@@ -20,8 +23,6 @@ from agentlasso.web.sessions import (
     with_session_cookie,
     without_session_cookie,
 )
-from litestar import Controller, Request, Response, get, post
-from litestar.params import FromQuery
 
 
 class SignInPages(Controller):

@@ -7,8 +7,9 @@ import functools
 from typing import cast
 from urllib.parse import parse_qs
 
-from agentlasso.web.rendering import STATIC_DIR, static_url
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from agentlasso.web.rendering import STATIC_DIR, static_url
 
 CURRENT = b"public, max-age=31536000, immutable"
 # Another version's URL (a page from a server of an older or newer release, during a rolling

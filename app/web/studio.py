@@ -8,6 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath, FromQuery
+from litestar.response import Stream
+
 from agentlasso.domain.checks import CHECK_TYPES, PRODUCT_NAMES, Severity, type_of
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.test_cases import TestCase
@@ -31,9 +35,6 @@ from agentlasso.web.objects import dataset_named
 from agentlasso.web.once import new_form_id, once
 from agentlasso.web.rendering import download_disposition, page, redirect
 from agentlasso.web.sessions import session_of
-from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath, FromQuery
-from litestar.response import Stream
 
 PAGE_SIZE = 50
 # What the dataset page's filters offer, by the names people know.

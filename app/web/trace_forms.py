@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import msgspec
+
 from agentlasso.db.trace_lists import TraceFilters
 from agentlasso.db.traces import TraceRow
 from agentlasso.domain.checks import Check

@@ -9,6 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath
+
 from agentlasso.db.traces import TraceRow
 from agentlasso.domain.test_cases import TestCase
 from agentlasso.errors import Conflict, InvalidInput, NotFound
@@ -31,8 +34,6 @@ from agentlasso.web.trace_forms import (
     posted_choice,
     posted_trace_ids,
 )
-from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath
 
 PAGE_SIZE = 50
 DATASETS_LISTED = 200

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 import msgspec
 import pytest
 import pytest_asyncio
-from agentlasso.config import Settings
-from agentlasso.server import create_app
 from playwright.async_api import Browser, Page, ViewportSize, async_playwright
 
+from agentlasso.config import Settings
+from agentlasso.server import create_app
 from tests.support.browser import PageGuard, origin_of, screenshot
 from tests.support.fake_agent import FakeAgentServer, running_fake_agent
 from tests.support.fake_anthropic import FAKE_API_KEY, FakeAnthropic

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 import httpx
 import msgspec
 import pytest_asyncio
-from agentlasso.config import Settings
-from agentlasso.server import create_app
 from playwright.async_api import Page, expect
 
+from agentlasso.config import Settings
+from agentlasso.server import create_app
 from tests.support.api import create_dataset
 from tests.support.browser import assert_accessible, screenshot
 from tests.support.servers import serving

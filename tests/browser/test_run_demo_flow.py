@@ -11,11 +11,11 @@ from pathlib import Path
 
 import msgspec
 import pytest_asyncio
+from playwright.async_api import Page, expect
+
 from agentlasso.config import Settings
 from agentlasso.devstack.demo import seed_demo
 from agentlasso.server import create_app
-from playwright.async_api import Page, expect
-
 from tests.support.browser import assert_accessible, screenshot
 from tests.support.fake_anthropic import FAKE_API_KEY, FakeAnthropic
 from tests.support.processes import WorkerProcesses

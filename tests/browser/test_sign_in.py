@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncpg
-from agentlasso.services.web_sessions import create_login_link_token
 from playwright.async_api import Page, expect
 
+from agentlasso.services.web_sessions import create_login_link_token
 from tests.support.browser import assert_accessible, screenshot
 from tests.support.web import project_of
 

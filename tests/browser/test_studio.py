@@ -9,10 +9,10 @@ from __future__ import annotations
 import uuid
 
 import asyncpg
-from agentlasso.services.api_keys import hash_key
-from agentlasso.services.web_sessions import create_login_link_token
 from playwright.async_api import Locator, Page, expect
 
+from agentlasso.services.api_keys import hash_key
+from agentlasso.services.web_sessions import create_login_link_token
 from tests.support.browser import assert_accessible, screenshot
 from tests.support.fake_agent import FakeAgentServer
 from tests.support.fake_anthropic import FakeAnthropic, passed

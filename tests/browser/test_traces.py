@@ -6,10 +6,10 @@ page."""
 from __future__ import annotations
 
 import httpx
-from agentlasso.db.pool import create_pool
-from agentlasso_workers.trace_reading import read_waiting_traces
 from playwright.async_api import Page, expect
 
+from agentlasso.db.pool import create_pool
+from agentlasso_workers.trace_reading import read_waiting_traces
 from tests.support.browser import assert_accessible, screenshot
 from tests.support.otlp import protobuf_request, refund_conversation
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from agentlasso.config import Settings
 from markdown_it import MarkdownIt
 
+from agentlasso.config import Settings
 from tests.support.api import dataset_of, register_agent, start_run, wait_final
 from tests.support.fake_agent import FakeAgentServer
 from tests.support.processes import (

@@ -14,6 +14,8 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
+from redis.asyncio import Redis
+
 from agentlasso.devstack import (
     EmbeddedServices,
     ServiceStartError,
@@ -22,8 +24,6 @@ from agentlasso.devstack import (
     start_embedded_services,
 )
 from agentlasso.devstack.service_user import SERVICE_USER, postgres_user, shared_location
-from redis.asyncio import Redis
-
 from tests.support.dev_runs import DevRun, http_client, start_dev
 from tests.support.waiting import wait_until
 from tests.support.web import hidden_field

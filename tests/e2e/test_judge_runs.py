@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 import pytest
-from agentlasso.config import Settings
 
+from agentlasso.config import Settings
 from tests.support.api import (
     FINAL,
     all_results,

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 import asyncpg
 import httpx
 import redis
+
 from agentlasso.config import Settings
 from agentlasso.devstack.valkey import valkey_binary
-
 from tests.support.api import (
     all_results,
     dataset_of,

@@ -22,10 +22,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 import pytest_asyncio
+
 from agentlasso.db.migrations import migration_files
 from agentlasso.devstack import remove_embedded_data
 from agentlasso.devstack.bundled import INSTALL_COMMAND
-
 from tests.support.databases import ServerUrls, drop_database, empty_database
 from tests.support.dev_runs import DevRun, env_without_services, http_client, start_dev
 from tests.support.wheel import FreshVenv, clean_env

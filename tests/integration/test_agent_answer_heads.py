@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 import pytest_asyncio
-from agentlasso.agents import AgentCallResult, AgentClient, AgentTarget
 
+from agentlasso.agents import AgentCallResult, AgentClient, AgentTarget
 from tests.support.agent_servers import read_request
 from tests.support.api import (
     all_results,

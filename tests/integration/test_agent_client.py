@@ -19,9 +19,9 @@ from typing import Any
 import msgspec
 import pytest
 import pytest_asyncio
+
 from agentlasso.agents import AgentCallResult, AgentClient, AgentTarget, check_agent_url
 from agentlasso.grading import observation_from_wire
-
 from tests.support.agent_servers import (
     AgentRequest,
     Handler,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from agentlasso.coordination.agent_limits import AgentLimiter
 from redis.asyncio import Redis
 
+from agentlasso.coordination.agent_limits import AgentLimiter
 from tests.support.databases import ServerUrls
 
 

@@ -15,11 +15,11 @@ import asyncpg
 import httpx
 import msgspec
 import pytest
+
 from agentlasso.agents.headers import seal_headers
 from agentlasso.config import Settings
 from agentlasso.secrets_box import MISSING_KEY, SecretKeyError, generate_key, parse_key
 from agentlasso.server import create_app
-
 from tests.support.api import register_agent
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key

@@ -15,6 +15,8 @@ import httpx
 import jsonschema
 import msgspec
 import pytest
+from litestar.routes import HTTPRoute
+
 from agentlasso.api.openapi import ERRORS, EVERY_OPERATION
 from agentlasso.api.openapi_examples import BODY_EXAMPLES
 from agentlasso.api.openapi_links import LINKS
@@ -22,8 +24,6 @@ from agentlasso.api.run_results import MAX_RESULTS_PER_POST
 from agentlasso.config import Settings
 from agentlasso.http.strict_bodies import SLICED_ABOVE_BYTES
 from agentlasso.server import create_app
-from litestar.routes import HTTPRoute
-
 from tests.support.api import create_dataset
 from tests.support.assertions import assert_problem
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import httpx
-from agentlasso.services.api_keys import revoke_key_by_prefix
 
+from agentlasso.services.api_keys import revoke_key_by_prefix
 from tests.support.api import create_dataset
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key

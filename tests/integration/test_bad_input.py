@@ -9,10 +9,10 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+
 from agentlasso.config import Settings
 from agentlasso.devstack.demo import DEMO_AGENT_PATH
 from agentlasso.server import create_app
-
 from tests.support.api import create_case, create_dataset, start_run
 from tests.support.assertions import assert_problem
 from tests.support.servers import serving

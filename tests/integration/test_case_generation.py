@@ -13,10 +13,10 @@ import httpx
 import msgspec
 import pytest
 import pytest_asyncio
+
 from agentlasso.config import Settings
 from agentlasso.generation.prompts import GENERATION_PROMPT_VERSION
 from agentlasso.server import create_app
-
 from tests.support.api import create_dataset, register_agent
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key

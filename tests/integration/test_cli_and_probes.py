@@ -9,8 +9,8 @@ from pathlib import Path
 
 import asyncpg
 import httpx
-from agentlasso.db import workers as worker_rows
 
+from agentlasso.db import workers as worker_rows
 from tests.support.assertions import assert_problem
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 import httpx
 import msgspec
 import pytest
-from agentlasso.config import Settings
-from agentlasso.server import create_app
 from litestar import Litestar
 
+from agentlasso.config import Settings
+from agentlasso.server import create_app
 from tests.support.api import create_dataset
 from tests.support.assertions import assert_problem
 from tests.support.servers import serving

@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
+
 from agentlasso.config import Settings
 from agentlasso.domain.runs import ChunkRef
 from agentlasso.queue import QueueConnection, connect, deserialize, enqueue_lanes

@@ -14,10 +14,10 @@ from typing import IO, Any
 import httpx
 import msgspec
 import pytest
+
 from agentlasso import queue
 from agentlasso.config import Settings
 from agentlasso.domain.runs import ChunkRef
-
 from tests.support.processes import ROOT, agentlasso, free_port, wait_ready
 from tests.support.waiting import wait_until
 

@@ -17,12 +17,12 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+
 from agentlasso.domain.judging import Usage
 from agentlasso.judge.client import NO_JUDGE, JudgeAnswer, JudgeClient, JudgeSettings
 from agentlasso.judge.prompts import JudgeQuestion
 from agentlasso.judge.verdicts import CUT_OFF, REFUSED, VERDICT_TOOL_NAME
 from agentlasso.retry_policy import Sleep
-
 from tests.support.fake_anthropic import (
     FAKE_API_KEY,
     USAGE,

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+
 from agentlasso.config import Settings
 from agentlasso.server import create_app
-
 from tests.support.api import create_case, create_dataset, register_agent, start_run
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from agentlasso.db.migrations import SQL_DIR, EditedMigration, apply_migrations, migration_files
 
+from agentlasso.db.migrations import SQL_DIR, EditedMigration, apply_migrations, migration_files
 from tests.support.databases import ServerUrls, drop_database, fresh_database, with_database
 from tests.support.schema import describe_schema
 

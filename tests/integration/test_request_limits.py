@@ -14,12 +14,12 @@ import asyncpg
 import httpx
 import msgspec
 import pytest
+from redis.asyncio import Redis
+
 from agentlasso.config import Settings
 from agentlasso.coordination.rate_limits import TokenBucket, take_together
 from agentlasso.server import create_app
 from agentlasso.services.api_keys import create_key
-from redis.asyncio import Redis
-
 from tests.e2e.test_server_recovery import private_redis
 from tests.support.api import create_dataset, register_agent
 from tests.support.assertions import assert_problem

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-from agentlasso.config import Settings
 
+from agentlasso.config import Settings
 from tests.support.api import CHECKS, create_dataset, register_agent, start_run
 from tests.support.fake_agent import FakeAgentServer, running_fake_agent
 from tests.support.processes import (

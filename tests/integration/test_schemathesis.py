@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agentlasso.config import Settings
 
+from agentlasso.config import Settings
 from tests.support.databases import new_project_key
 from tests.support.schemathesis_run import (
     ALL_PHASES,

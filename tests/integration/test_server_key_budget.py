@@ -12,9 +12,9 @@ import httpx
 import msgspec
 import pytest
 import pytest_asyncio
+
 from agentlasso.config import Settings
 from agentlasso.server import create_app
-
 from tests.support.api import all_results, create_dataset, register_agent, wait_final
 from tests.support.databases import new_project_key
 from tests.support.fake_agent import running_fake_agent

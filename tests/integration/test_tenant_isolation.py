@@ -23,6 +23,7 @@ import asyncpg
 import httpx
 import pytest
 import pytest_asyncio
+
 from agentlasso.db import case_drafts as draft_rows
 from agentlasso.db.pool import init_connection
 from agentlasso.domain.case_drafts import AgentProfile, Candidate, GenerationRecord, Slot
@@ -30,7 +31,6 @@ from agentlasso.domain.judging import Usage
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.services.api_keys import hash_key
 from agentlasso.services.case_drafts import draft_rows_of
-
 from tests.support.api import all_results, create_dataset, dataset_of, register_agent, start_run
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key

@@ -15,6 +15,12 @@ import asyncpg
 import httpx
 import pytest
 import pytest_asyncio
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
 from agentlasso.db import trace_lists
 from agentlasso.db.pool import create_pool
 from agentlasso.services.api_keys import hash_key
@@ -25,12 +31,6 @@ from agentlasso_workers.trace_reading import (
     read_some,
     read_waiting_traces,
 )
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
-
 from tests.support.api import create_dataset
 from tests.support.databases import new_project_key
 from tests.support.otlp import (

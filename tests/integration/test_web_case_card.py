@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
-from agentlasso.config import Settings
 
+from agentlasso.config import Settings
 from tests.support.api import FINAL, create_dataset, start_run, wait_final
 from tests.support.fake_anthropic import FAKE_API_KEY, FakeAnthropic, scored
 from tests.support.processes import WorkerProcesses, api_process

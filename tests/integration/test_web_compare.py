@@ -11,8 +11,8 @@ import httpx
 import msgspec
 import pytest
 import pytest_asyncio
-from agentlasso.web.compare_pages import PAGE_SIZE
 
+from agentlasso.web.compare_pages import PAGE_SIZE
 from tests.support.api import create_dataset, register_agent
 from tests.support.databases import new_project_key
 from tests.support.web import hidden_field, path_of, shown_text

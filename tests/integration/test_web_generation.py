@@ -10,9 +10,9 @@ import httpx
 import msgspec
 import pytest
 import pytest_asyncio
+
 from agentlasso.config import Settings
 from agentlasso.server import create_app
-
 from tests.support.api import create_dataset
 from tests.support.databases import new_project_key
 from tests.support.fake_anthropic import FAKE_API_KEY, FakeAnthropic

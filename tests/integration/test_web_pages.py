@@ -24,11 +24,11 @@ import asyncpg
 import httpx
 import pytest
 import pytest_asyncio
+
 from agentlasso.devstack.bootstrap import dev_sign_in_token
 from agentlasso.services.api_keys import revoke_key_by_prefix
 from agentlasso.services.preview import NO_AGENT
 from agentlasso.services.web_sessions import create_login_link_token, token_hash
-
 from tests.support.agent_servers import ScriptedAgent, hang, raw_answer
 from tests.support.api import create_dataset, register_agent
 from tests.support.databases import new_project_key

@@ -13,9 +13,9 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest_asyncio
+
 from agentlasso.db.pool import create_pool
 from agentlasso_workers.trace_reading import read_waiting_traces
-
 from tests.support.api import create_dataset
 from tests.support.databases import new_project_key
 from tests.support.otlp import (

@@ -26,10 +26,10 @@ from typing import Any
 
 import asyncpg
 import httpx
+
 from agentlasso.cli import compare_report
 from agentlasso.client import AgentLassoClient
 from agentlasso.db import comparisons, runs
-
 from tests.perf.harness import body_chunks, new_key, server_urls
 from tests.support.databases import drop_database, fresh_database
 from tests.support.processes import SECRET_KEY, api_process

@@ -34,8 +34,8 @@ from typing import Any
 import asyncpg
 import httpx
 import msgspec
-from agentlasso.api.run_results import MAX_RESULTS_PER_POST
 
+from agentlasso.api.run_results import MAX_RESULTS_PER_POST
 from tests.perf.bench_ci_mode import agent_reply
 from tests.perf.harness import delayed_agent, imported_dataset, new_key, server_urls, worker_process
 from tests.support.databases import drop_database, fresh_database

@@ -21,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from agentlasso.judge.client import JudgeAnswer, JudgeClient, JudgeSettings
 from agentlasso.judge.prompts import JudgeQuestion
-
 from tests.support.fake_anthropic import FAKE_API_KEY, FakeAnthropic
 
 

@@ -32,8 +32,8 @@ from typing import Any
 import asyncpg
 import httpx
 import msgspec
-from agentlasso.db import result_rows
 
+from agentlasso.db import result_rows
 from tests.perf.bench_web import signed_in
 from tests.perf.harness import UNLIMITED, body_chunks, new_key, server_urls
 from tests.support.databases import drop_database, fresh_database

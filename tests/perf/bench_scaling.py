@@ -36,8 +36,8 @@ from uuid import UUID
 
 import asyncpg
 import httpx
-from agentlasso.config import load_settings
 
+from agentlasso.config import load_settings
 from tests.perf.bench_pg_waits import Waits, sample_waits, top_waits
 from tests.perf.bench_server_mode import cpu_s, prepare, run_to_end
 from tests.perf.harness import delayed_agent, rss_mb, server_urls

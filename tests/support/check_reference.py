@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import msgspec
+
 from agentlasso.domain.checks import CHECK_CLASSES, COMMON_FIELDS, Check, type_of, written_fields
 from agentlasso.grading.registry import GRADERS
 

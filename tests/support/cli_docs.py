@@ -17,7 +17,6 @@ import re
 from collections.abc import Iterator
 
 from agentlasso.cli.main import main as agentlasso_main
-
 from tests.support.processes import ROOT
 
 PAGE = ROOT / "docs" / "reference" / "cli.md"

@@ -7,6 +7,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import msgspec
+
 from agentlasso.db.migrations import apply_migrations
 from agentlasso.services.api_keys import create_key_for_project_name
 

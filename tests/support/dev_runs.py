@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from agentlasso.devstack.ports import free_port
 
+from agentlasso.devstack.ports import free_port
 from tests.support.waiting import WaitTimeout, wait_until
 
 BANNER_TIMEOUT_S = 180.0  # a cold start on a loaded 2-core machine, with margin

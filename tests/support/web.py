@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import httpx
+
 from agentlasso.services.api_keys import hash_key
 
 SESSION_COOKIE = "agentlasso_session"

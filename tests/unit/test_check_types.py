@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 import msgspec
 import pytest
+
 from agentlasso.cli import pr_comment
 from agentlasso.domain.checks import (
     CHECK_CLASSES,
@@ -30,7 +31,6 @@ from agentlasso.generation.prompts import case_schema, check_fields_prose
 from agentlasso.grading.registry import GRADERS
 from agentlasso.web import case_form
 from agentlasso.web.rendering import render
-
 from tests.support.check_reference import PAGE, example_json, reference_page
 
 TEMPLATES = Path(case_form.__file__).parent / "templates"

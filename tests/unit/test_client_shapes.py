@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 
 import msgspec
+
 from agentlasso import client, schemas
 from agentlasso.api import comparisons, run_results
 

@@ -18,15 +18,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import agentlasso.observability.metrics  # noqa: F401 (declares the metrics in the registry)
 import jsonschema
 import kubernetes_validate
 import msgspec
 import pytest
 import yaml
-from agentlasso.config import Settings
 from kubernetes_validate.utils import latest_version
 from prometheus_client import REGISTRY
+
+import agentlasso.observability.metrics  # noqa: F401 (declares the metrics in the registry)
+from agentlasso.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -16,8 +16,8 @@ from email.parser import Parser
 from pathlib import Path
 
 import pytest
-from agentlasso.devstack import bundled
 
+from agentlasso.devstack import bundled
 from tests.support.source import FOLDERS, ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from agentlasso.client import case_card_url
 from agentlasso.config import parse_public_url
 

@@ -7,6 +7,7 @@ from uuid import uuid4
 
 import msgspec
 import pytest
+
 from agentlasso.agents import AgentCallResult
 from agentlasso.domain.case_results import Reported
 from agentlasso.domain.checks import LlmJudge, OutputContains

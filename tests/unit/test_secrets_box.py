@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable
 
 import pytest
+
 from agentlasso.config import Settings
 from agentlasso.secrets_box import (
     MISSING_KEY,

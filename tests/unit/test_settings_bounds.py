@@ -4,6 +4,7 @@ naming the variable, rather than found out in production."""
 from __future__ import annotations
 
 import pytest
+
 from agentlasso.config import ENVIRONMENT_VARIABLES, MUST_BE_POSITIVE, load_settings
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from agentlasso.config import (
     DEFAULT_JUDGE_PRICES,
     ClientSettings,

@@ -10,11 +10,11 @@ from typing import Annotated
 
 import msgspec
 import pytest
+
 from agentlasso.config import DECLARED, ENVIRONMENT_VARIABLES, Settings
 from agentlasso.config.declaring import declared, field_docs
 from agentlasso.config.reference import render
 from agentlasso.config.settings import STORAGE
-
 from tests.support.source import FOLDERS, ROOT, module_of
 
 PAGE = ROOT / "docs" / "reference" / "settings.md"

@@ -9,6 +9,7 @@ import ipaddress
 import socket
 
 import pytest
+
 from agentlasso.agents.address_guard import (
     check_agent_url,
     embedded_ipv4,

@@ -11,9 +11,10 @@ import asyncio
 import itertools
 from typing import Any
 
-from agentlasso.agents.http1 import AgentConnection, Answer, AnswerLimits, HeadersTooLarge
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from agentlasso.agents.http1 import AgentConnection, Answer, AnswerLimits, HeadersTooLarge
 
 LIMITS = AnswerLimits(max_body_bytes=1 << 20, max_header_bytes=1024, max_headers=10)
 REPLY = b'{"output": "ok"}'

@@ -10,6 +10,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+
 from agentlasso.cli import pr_comment
 from agentlasso.cli.pr_comment import (
     ComparedCase,
@@ -20,9 +24,6 @@ from agentlasso.cli.pr_comment import (
 )
 from agentlasso.client import BucketCounts
 from agentlasso.domain.checks import PRODUCT_NAMES
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from markdown_it import MarkdownIt
 
 RUN_URL = "https://lasso.example/runs/run-2"
 # What the comment itself may produce; anything else came from a user's text.

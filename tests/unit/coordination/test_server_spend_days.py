@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+
 from agentlasso.coordination.server_spend import budget_spent_reason, day_of, seconds_to_next_day
 
 

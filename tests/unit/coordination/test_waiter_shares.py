@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from agentlasso.coordination.waiter_shares import within_fair_share
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+
 from agentlasso.devstack.demo import DEMO_CASES, demo_reply
 from agentlasso.domain.checks import CHECK_TYPES
 from agentlasso.domain.test_cases import TestCaseContent

@@ -4,6 +4,7 @@ former: it calls no agent)."""
 from __future__ import annotations
 
 import pytest
+
 from agentlasso.domain.runs import is_judge_job
 
 RUN = "6f1c2a8e-2d7b-4f3e-9a51-0c1d2e3f4a5b"

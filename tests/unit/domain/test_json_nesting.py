@@ -8,6 +8,7 @@ import tracemalloc
 from collections.abc import Callable
 
 import pytest
+
 from agentlasso.domain import json_nesting
 from agentlasso.domain.json_nesting import MAX_DEPTH, too_deep
 

@@ -8,13 +8,14 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agentlasso.domain.case_drafts import AgentProfile, Candidate, Slot, ToolSpec
 from agentlasso.domain.checks import CHECK_TYPES, Check, ToolCalled, ToolNotCalled, ToolOrder
 from agentlasso.generation.candidates import PlannedSlot, balanced_slots, read_candidate, read_plan
 from agentlasso.generation.near_duplicates import SeenInputs, near, normalised
 from agentlasso.judge.verdicts import ModelOutput
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 PROFILE = AgentProfile(
     system_prompt="Support agent.",

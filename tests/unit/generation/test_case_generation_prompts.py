@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+
 from agentlasso.domain.case_drafts import CATEGORIES, AgentProfile, Slot, ToolSpec
 from agentlasso.generation.prompts import (
     CASE_TOOL_NAME,

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import msgspec
 import pytest
+
 from agentlasso.domain.checks import (
     CHECK_CLASSES,
     CHECK_TYPES,

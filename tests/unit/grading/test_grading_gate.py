@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 import pytest
+
 from agentlasso.domain.grades import Gate, RunCounts
 from agentlasso.domain.runs import Run
 from agentlasso.grading import decide_gate, run_gate, settled_status

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from agentlasso.domain.checks import OutputValidJson
 from agentlasso.domain.grades import Observation
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.grading import grade_case
 from agentlasso.grading.json_checks import json_error
-from hypothesis import given
-from hypothesis import strategies as st
 
 
 def detail_for(reply: str | None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
+
 from agentlasso.domain.checks import LlmJudge, OutputContains
 from agentlasso.domain.grades import CheckResult, JudgeVerdict, Observation
 from agentlasso.domain.test_cases import EvaluationType, TestCaseContent

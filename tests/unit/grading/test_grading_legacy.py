@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from agentlasso.domain.checks import Check, OutputContains, OutputNotContains, ToolCalled
 from agentlasso.domain.grades import Observation, ToolCall, UngradedItem
 from agentlasso.domain.test_cases import TestCaseContent

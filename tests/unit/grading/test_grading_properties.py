@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agentlasso.domain.checks import (
     LlmJudge,
     OutputContains,
@@ -15,8 +18,6 @@ from agentlasso.domain.checks import (
 from agentlasso.domain.grades import CaseResult, JudgeVerdict, Observation, RunCounts, ToolCall
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.grading import EXPECTATION_ID, decide_gate, grade_case
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 TOOLS = ("orders.lookup", "stripe.refund", "Stripe.Refund", "email.send")
 WORDS = ("refund", "REFUND", "straße", "{", "}", "[1]", "guarantee", "(", "\\d+", "(?-i)R")

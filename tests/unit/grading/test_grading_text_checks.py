@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+
 from agentlasso.domain.checks import Check, OutputContains, OutputNotContains, OutputValidJson
 from agentlasso.domain.grades import CheckResult, Observation
 from agentlasso.domain.test_cases import TestCaseContent

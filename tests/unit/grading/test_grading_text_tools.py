@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from agentlasso.grading import regex_compile_error
 from agentlasso.grading.excerpts import around, count_noun, name_list, quoted, shorten
 from agentlasso.grading.folding import find_folded, original_span
 from agentlasso.grading.patterns import _error_text, compile_pattern, search
-from hypothesis import given
-from hypothesis import strategies as st
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+
 from agentlasso.domain.grades import Observation, ToolCall
 from agentlasso.grading import normalise_tool_calls, observation_from_wire
 from agentlasso.grading.observations import reply_text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from agentlasso.domain.checks import Check, ToolCalled, ToolNotCalled, ToolOrder
 from agentlasso.domain.grades import CheckResult, Observation
 from agentlasso.domain.test_cases import TestCaseContent

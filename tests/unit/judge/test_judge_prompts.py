@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
+
 from agentlasso.judge import prompts
 from agentlasso.judge.prompt_data import escaped_data, unescaped_data
 from agentlasso.judge.prompts import (

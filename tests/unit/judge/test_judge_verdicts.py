@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+
 from agentlasso.domain.grades import JudgeVerdict
 from agentlasso.domain.judging import Usage
 from agentlasso.judge.pricing import cost_usd

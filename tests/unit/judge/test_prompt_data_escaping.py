@@ -17,6 +17,9 @@ import re
 from typing import Any
 
 import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agentlasso.domain.case_drafts import AgentProfile, Slot, ToolSpec
 from agentlasso.generation.prompts import (
     SHOWN_CASE_CHARS,
@@ -26,8 +29,6 @@ from agentlasso.generation.prompts import (
 )
 from agentlasso.judge.prompt_data import LOOKALIKE_BRACKETS
 from agentlasso.judge.prompts import JudgeQuestion, build_prompt, message_params
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 JUDGE_TAGS = ("data_context", "criterion", "expected_output", "case_input", "agent_reply")
 GENERATION_TAGS = (

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 import pytest
+
 from agentlasso.observability.logs import (
     REDACTED,
     bind_log_context,

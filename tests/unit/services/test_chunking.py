@@ -3,10 +3,11 @@ run's concurrency, and never a chunk bigger than a lane's calls."""
 
 from __future__ import annotations
 
-from agentlasso.domain.runs import MAX_CHUNK_SIZE
-from agentlasso.services.start_run import chunking
 from hypothesis import given
 from hypothesis import strategies as st
+
+from agentlasso.domain.runs import MAX_CHUNK_SIZE
+from agentlasso.services.start_run import chunking
 
 
 @given(total=st.integers(0, 1_000_000), concurrency=st.integers(1, 100_000))

@@ -7,9 +7,9 @@ import contextlib
 import random
 
 import pytest
+
 from agentlasso.traces.limits import LimitExceeded, TraceLimits
 from agentlasso.traces.otlp import Encoding, OtlpError, check
-
 from tests.support.otlp import SpanSpec, json_request, new_span_id, new_trace_id, protobuf_request
 from tests.support.otlp import refund_conversation as conversation
 

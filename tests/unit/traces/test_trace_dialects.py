@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+
 from agentlasso.traces.dialects import SpanKind, SpanReading, read_span
 from agentlasso.traces.messages import Message, ToolRequest, content_text, messages_from_json
 from agentlasso.traces.spans import STATUS_ERROR, Span, SpanEvent

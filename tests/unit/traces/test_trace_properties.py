@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentlasso.traces.spans import Span, SpanEvent
-from agentlasso.traces.summary import summarise
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from agentlasso.traces.spans import Span, SpanEvent
+from agentlasso.traces.summary import summarise
 
 # Keys every dialect reads, and the indexed shapes, so arbitrary values reach every reader.
 KNOWN_KEYS = [

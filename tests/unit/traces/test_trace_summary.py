@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from agentlasso.traces.spans import STATUS_ERROR, Span, SpanEvent
 from agentlasso.traces.summary import TraceMessage, TraceSummary, TraceUsage, summarise
 

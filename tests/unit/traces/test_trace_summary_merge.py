@@ -8,12 +8,12 @@ from collections.abc import Callable
 
 import msgspec
 import pytest
+
 from agentlasso.traces.limits import TraceLimits
 from agentlasso.traces.spans import Span
 from agentlasso.traces.summary import TraceSummary, summarise
 from agentlasso.traces.summary_cuts import cut_mark, cut_span, cut_summary
 from agentlasso.traces.summary_merge import merged
-
 from tests.unit.traces.conversations import genai, openinference, openllmetry
 
 Conversation = Callable[[], list[Span]]

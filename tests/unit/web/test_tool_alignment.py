@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from agentlasso.web.tool_alignment import MAX_CALL_PAIRS, AlignedCall, align_tool_calls
 
 SAME, ADDED, REMOVED = "same", "added", "removed"

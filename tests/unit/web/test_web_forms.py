@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+
 from agentlasso.schemas.datasets import DatasetCreate
 from agentlasso.web.forms import checked, in_words
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from agentlasso.web.word_diff import MAX_WORD_PAIRS, Segment, word_diff
 
 

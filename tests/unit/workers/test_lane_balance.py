@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from agentlasso_workers.lane_balance import Load, calls_to_hand_over
 
 
