@@ -39,27 +39,16 @@ from agentlasso.schemas.runs import (
 )
 from agentlasso.schemas.test_cases import TestCase, TestCasePage
 
-# The names these shapes had in this client before it decoded into the server's own, kept so
-# CI scripts written against them go on working.
-CreatedRun = CreatedCiRun
-CaseResult = GradedResult
-ComparisonItem = ComparedCaseOut
-Comparison = ComparisonOut
-
 __all__ = [
     "MAX_COMPARED_PER_PAGE",
     "MAX_RESULTS_PER_POST",
     "AgentLassoClient",
     "BucketCounts",
-    "CaseResult",
     "ClientError",
     "ComparedCaseOut",
-    "Comparison",
-    "ComparisonItem",
     "ComparisonOut",
     "Counts",
     "CreatedCiRun",
-    "CreatedRun",
     "CreatedServerRun",
     "GradedResult",
     "JudgeUsage",
