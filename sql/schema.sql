@@ -123,6 +123,11 @@ CREATE TABLE case_results (
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     judge_pending boolean NOT NULL DEFAULT false,
     judge_records jsonb,
+    turns jsonb,
+    ended_by text,
+    conversation_attempt integer,
+    simulated_usage jsonb,
+    CONSTRAINT case_results_ended_by_check CHECK ((ended_by = ANY (ARRAY['script'::text, 'agent'::text, 'simulated_user'::text, 'max_turns'::text, 'error'::text]))),
     CONSTRAINT case_results_outcome_check CHECK ((outcome = ANY (ARRAY['passed'::text, 'failed'::text, 'not_graded'::text]))),
     CONSTRAINT case_results_pkey PRIMARY KEY (run_id, test_case_id, trial),
     CONSTRAINT case_results_revision_id_fkey FOREIGN KEY (revision_id) REFERENCES test_case_revisions(id)
@@ -339,7 +344,7 @@ CREATE TABLE test_case_revisions (
     test_case_id uuid NOT NULL,
     dataset_id uuid NOT NULL,
     revision integer NOT NULL,
-    input jsonb NOT NULL,
+    input jsonb,
     checks_version integer NOT NULL DEFAULT 1,
     checks jsonb,
     evaluation_criteria_json jsonb,
@@ -348,10 +353,12 @@ CREATE TABLE test_case_revisions (
     min_confidence integer NOT NULL DEFAULT 70,
     description text,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
+    conversation jsonb,
     CONSTRAINT test_case_revisions_case_revision_key UNIQUE (test_case_id, revision),
     CONSTRAINT test_case_revisions_dataset_id_fkey FOREIGN KEY (dataset_id) REFERENCES datasets(id) ON DELETE CASCADE,
     CONSTRAINT test_case_revisions_evaluation_type_check CHECK ((evaluation_type = ANY (ARRAY['BOOLEAN'::text, 'SCORE'::text]))),
     CONSTRAINT test_case_revisions_min_confidence_check CHECK (((min_confidence >= 0) AND (min_confidence <= 100))),
+    CONSTRAINT test_case_revisions_one_kind_check CHECK (((input IS NULL) <> (conversation IS NULL))),
     CONSTRAINT test_case_revisions_pkey PRIMARY KEY (id)
 );
 CREATE INDEX test_case_revisions_checks_idx ON test_case_revisions USING gin (checks jsonb_path_ops);

@@ -13,10 +13,11 @@ from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import runs as run_rows
 from agentlasso.db.run_counts import JudgeSpend
 from agentlasso.domain.case_results import AwaitingJudge, JudgedResult
-from agentlasso.domain.grades import JudgeVerdict
+from agentlasso.domain.grades import JudgeVerdict, Observation
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.runs import Run
-from agentlasso.grading import judge_requests
+from agentlasso.grading import verdicts_needed
+from agentlasso.grading.conversation import whole_observation
 from agentlasso.judge.calls import Judge, RunJudging
 from agentlasso.judge.judging import NO_JUDGE
 from agentlasso.judge.pricing import cost_usd
@@ -80,10 +81,12 @@ async def _judge_one(
     judging: RunJudging,
     budget_s: float,
 ) -> JudgedResult:
-    observation = recording.stored_observation(case)
+    answer = recording.stored_answer(case)
+    # A conversation's requests carry the transcript and reply they judge.
+    observation = answer if isinstance(answer, Observation) else whole_observation(answer)
     verdicts: dict[str, JudgeVerdict] = {}
     records: list[JudgeRecord] = []
-    for request in judge_requests(case.content, observation):
+    for request in verdicts_needed(case.content, answer):
         if judge is None or judging.stopped is not None:
             verdicts[request.check_id] = JudgeVerdict.unavailable(judging.stopped or NO_JUDGE)
             continue

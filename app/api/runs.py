@@ -138,6 +138,7 @@ def run_test_case(case: PinnedCase, dataset: Dataset) -> RunTestCase:
         min_confidence=content.min_confidence,
         data_context=dataset.data_context,
         description=content.description,
+        conversation=msgspec.UNSET if content.conversation is None else content.conversation,
     )
 
 

@@ -42,6 +42,7 @@ def case_out(case: domain.TestCase, warnings: list[ContentWarning] | None = None
         dataset_id=str(case.dataset_id),
         revision=case.revision,
         input=content.input,
+        conversation=msgspec.UNSET if content.conversation is None else content.conversation,
         checks_version=content.checks_version,
         checks=content.checks,
         evaluation_criteria_json=content.evaluation_criteria_json,

@@ -20,6 +20,7 @@ from agentlasso.domain.case_results import (
     StoredResult,
     TrialSummary,
 )
+from agentlasso.domain.conversations import PlayedConversation, SimulatedUsage, TurnRecord
 from agentlasso.domain.grades import CaseResult, CheckResult, UngradedItem
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.runs import ResultFlags
@@ -48,7 +49,7 @@ INSERT INTO case_results ({", ".join(RESULT_COLUMNS)})
 SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::uuid[], $5::text[], $6::bool[],
     $7::bool[], $8::bool[], $9::bool[], $10::float8[], $11::bool[], $12::text[], $13::jsonb[],
     $14::jsonb[], $15::bool[], $16::jsonb[], $17::bool[], $18::jsonb[], $19::int[], $20::jsonb[],
-    $21::text[], $22::bool[], $23::jsonb[])
+    $21::text[], $22::bool[], $23::jsonb[], $24::jsonb[], $25::text[], $26::int[], $27::jsonb[])
 ON CONFLICT (run_id, test_case_id, trial) DO NOTHING
 RETURNING seq, {_FLAG_COLUMNS}
 """
@@ -57,9 +58,9 @@ RETURNING seq, {_FLAG_COLUMNS}
 _LOCK_PENDING = """
 SELECT c.seq, c.graded, c.pass_fail, c.no_checks, c.errored, c.judge_pending,
        c.output_reported, c.actual_output, c.tool_calls_reported, c.actual_tool_calls,
-       c.agent_error,
-       r.input, r.checks_version, r.checks, r.evaluation_criteria_json, r.expected_output,
-       r.evaluation_type, r.min_confidence, r.description
+       c.agent_error, c.turns, c.ended_by,
+       r.input, r.conversation, r.checks_version, r.checks, r.evaluation_criteria_json,
+       r.expected_output, r.evaluation_type, r.min_confidence, r.description
 FROM case_results c JOIN test_case_revisions r ON r.id = c.revision_id
 WHERE c.run_id = $1 AND c.seq = ANY($2::bigint[]) AND c.judge_pending
 FOR UPDATE OF c
@@ -109,7 +110,7 @@ LIMIT $4
 _JSONB_COLUMNS = frozenset(
     RESULT_COLUMNS.index(name)
     for name in ("check_results", "ungraded_items", "actual_output", "actual_tool_calls",
-                 "agent_attempts", "judge_records")
+                 "agent_attempts", "judge_records", "turns", "simulated_usage")
 )  # fmt: skip
 _encoder = msgspec.json.Encoder()
 _RECORDS = tuple[JudgeRecord, ...]
@@ -161,7 +162,22 @@ def _stored(row: asyncpg.Record) -> StoredResult:
         judge_pending=row["judge_pending"],
         judge_records=None if records is None else msgspec.convert(records, _RECORDS),
         agent_error=row["agent_error"], created_at=row["created_at"],
+        **_conversation_fields(row),
     )  # fmt: skip
+
+
+def _conversation_fields(row: asyncpg.Record) -> dict[str, Any]:
+    """A conversation's turns, ending, attempt and usage; nothing for a single-turn result."""
+    turns = row["turns"]
+    if turns is None:
+        return {}
+    usage = row["simulated_usage"]
+    return {
+        "turns": msgspec.convert(turns, tuple[TurnRecord, ...]),
+        "ended_by": row["ended_by"],
+        "conversation_attempt": row["conversation_attempt"],
+        "simulated_usage": None if usage is None else msgspec.convert(usage, SimulatedUsage),
+    }
 
 
 def _as_jsonb_element(value: Any) -> msgspec.Raw | None:
@@ -306,7 +322,10 @@ def _awaiting(row: asyncpg.Record) -> AwaitingJudge:
         reported=_reported(row),
         agent_error=row["agent_error"],
         content=content_of(row),
-    )
+        played=None if row["turns"] is None else PlayedConversation(
+            turns=msgspec.convert(row["turns"], tuple[TurnRecord, ...]), ended_by=row["ended_by"]
+        ),
+    )  # fmt: skip
 
 
 async def pending_seqs(executor: Executor, run_id: UUID, test_case_ids: list[UUID]) -> list[int]:

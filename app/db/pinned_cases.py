@@ -13,8 +13,8 @@ from agentlasso.domain.test_cases import PinnedCase
 from agentlasso.off_loop import off_loop_when_many
 
 _PINNED_AT_POSITIONS = """
-SELECT p.position, p.test_case_id, p.revision_id, r.input, r.checks_version, r.checks,
-       r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
+SELECT p.position, p.test_case_id, p.revision_id, r.input, r.conversation, r.checks_version,
+       r.checks, r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
        r.description
 FROM eval_run_cases p
 JOIN test_case_revisions r ON r.id = p.revision_id
@@ -22,8 +22,8 @@ WHERE p.run_id = $1 AND p.position = ANY($2::int[])
 """
 
 _PINNED_PAGE = """
-SELECT p.position, p.test_case_id, p.revision_id, r.input, r.checks_version, r.checks,
-       r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
+SELECT p.position, p.test_case_id, p.revision_id, r.input, r.conversation, r.checks_version,
+       r.checks, r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
        r.description
 FROM eval_run_cases p
 JOIN test_case_revisions r ON r.id = p.revision_id
@@ -35,8 +35,8 @@ LIMIT $3
 # Cases fetched per query when a CI batch is graded.
 PINNED_PAGE = 2_000
 _PINNED_CASES_BY_ID = """
-SELECT p.position, p.test_case_id, p.revision_id, r.input, r.checks_version, r.checks,
-       r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
+SELECT p.position, p.test_case_id, p.revision_id, r.input, r.conversation, r.checks_version,
+       r.checks, r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
        r.description
 FROM unnest($2::uuid[]) AS k(test_case_id)
 JOIN eval_run_cases p ON p.run_id = $1 AND p.test_case_id = k.test_case_id

@@ -21,6 +21,7 @@ REVISION_COLUMNS = (
     "dataset_id",
     "revision",
     "input",
+    "conversation",
     "checks_version",
     "checks",
     "evaluation_criteria_json",
@@ -34,7 +35,7 @@ _CONTENT_FIELDS = TestCaseContent.__struct_fields__
 
 _SELECT = """
 SELECT c.id, c.dataset_id, c.seq, c.created_at, c.updated_at, c.source_trace_id,
-       r.revision, r.input, r.checks_version, r.checks, r.evaluation_criteria_json,
+       r.revision, r.input, r.conversation, r.checks_version, r.checks, r.evaluation_criteria_json,
        r.expected_output, r.evaluation_type, r.min_confidence, r.description
 FROM test_cases c
 JOIN test_case_revisions r ON r.id = c.current_revision_id
@@ -115,7 +116,8 @@ def revision_values(
 ) -> tuple[Any, ...]:  # fmt: skip
     """A revision row's values, in REVISION_COLUMNS order."""
     return (
-        revision_id, test_case_id, dataset_id, revision, content.input, content.checks_version,
+        revision_id, test_case_id, dataset_id, revision, content.input, content.conversation,
+        content.checks_version,
         content.checks, content.evaluation_criteria_json, content.expected_output,
         content.evaluation_type, content.min_confidence, content.description,
     )  # fmt: skip

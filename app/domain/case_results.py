@@ -9,6 +9,12 @@ from uuid import UUID
 import msgspec
 
 from agentlasso.domain.agent_calls import AgentCall
+from agentlasso.domain.conversations import (
+    EndedBy,
+    PlayedConversation,
+    SimulatedUsage,
+    TurnRecord,
+)
 from agentlasso.domain.grades import CaseResult, Outcome
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.runs import ResultFlags
@@ -20,6 +26,15 @@ class Reported(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     actual_output: Any = msgspec.UNSET
     actual_tool_calls: Any = msgspec.UNSET
+
+
+class Played(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A conversation as one attempt of it ran, with what its simulated user cost."""
+
+    conversation: PlayedConversation
+    # 1 the first time; a worker that died mid-conversation makes the next attempt 2.
+    attempt: int = 1
+    usage: SimulatedUsage | None = None
 
 
 class StoredResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -40,6 +55,11 @@ class StoredResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     # The agent call failed (a CI client's posted agent_error, or the platform's call).
     agent_error: str | None
     created_at: datetime
+    # A conversation's result only: contract section 13.
+    turns: tuple[TurnRecord, ...] | None = None
+    ended_by: EndedBy | None = None
+    conversation_attempt: int | None = None
+    simulated_usage: SimulatedUsage | None = None
 
     @property
     def outcome(self) -> Outcome:
@@ -83,6 +103,11 @@ class NewResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     agent_error: str | None
     judge_pending: bool
     judge_records: tuple[JudgeRecord, ...] | None
+    # A conversation's result only (None for a single-turn case): contract section 13.
+    turns: tuple[TurnRecord, ...] | None = None
+    ended_by: EndedBy | None = None
+    conversation_attempt: int | None = None
+    simulated_usage: SimulatedUsage | None = None
 
     @classmethod
     def graded_as(
@@ -97,6 +122,7 @@ class NewResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         agent_error: str | None,
         agent_call: AgentCall | None = None,
         judge_pending: bool = False,
+        played: Played | None = None,
     ) -> NewResult:
         """The row for a graded case; UNSET output or calls were not reported."""
         output_reported = reported.actual_output is not msgspec.UNSET
@@ -114,6 +140,10 @@ class NewResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             agent_latency_ms=None if agent_call is None else agent_call.latency_ms,
             agent_attempts=None if agent_call is None else agent_call.attempts,
             agent_error=agent_error, judge_pending=judge_pending, judge_records=None,
+            turns=None if played is None else played.conversation.turns,
+            ended_by=None if played is None else played.conversation.ended_by,
+            conversation_attempt=None if played is None else played.attempt,
+            simulated_usage=None if played is None else played.usage,
         )  # fmt: skip
 
     def flags(self) -> ResultFlags:
@@ -135,6 +165,8 @@ class AwaitingJudge(msgspec.Struct, frozen=True, kw_only=True):
     reported: Reported
     agent_error: str | None
     content: TestCaseContent
+    # A conversation case: how it was played.
+    played: PlayedConversation | None = None
 
 
 class JudgedResult(msgspec.Struct, frozen=True, kw_only=True):

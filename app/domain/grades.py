@@ -78,6 +78,9 @@ class CheckResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     # Judge checks only: 1 or 0 for a yes/no verdict, the 0 to 1 score for a SCORE expectation.
     score: float | None = None
     reasoning: str | None = None
+    # A conversation's turn check: the (1-based) turn it grades. Absent from every other check
+    # result (UNSET is never encoded), so a single-turn case's results read as they always did.
+    turn: int | msgspec.UnsetType = msgspec.UNSET
 
 
 class UngradedItem(msgspec.Struct, frozen=True, kw_only=True, gc=False):

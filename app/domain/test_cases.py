@@ -8,7 +8,8 @@ from uuid import UUID
 
 import msgspec
 
-from agentlasso.domain.checks import MAX_CHECKS, Check
+from agentlasso.domain.checks import MAX_CHECKS, Check, assign_check_ids
+from agentlasso.domain.conversations import Conversation, ScriptedTurn
 
 EvaluationType = Literal["BOOLEAN", "SCORE"]
 Confidence = Annotated[int, msgspec.Meta(ge=0, le=100)]
@@ -22,7 +23,9 @@ class TestCaseContent(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
 
     __test__ = False  # not a pytest class
 
-    input: CaseInput
+    # A single-turn case has `input`; a conversation case has `conversation` (never both).
+    input: CaseInput | None = None
+    conversation: Conversation | None = None
     checks_version: ChecksVersion = 1
     # None means "no checks list": the case is read from evaluation_criteria_json (4.4).
     checks: tuple[Check, ...] | None = None
@@ -38,7 +41,8 @@ class TestCaseImportLine(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
 
     __test__ = False
 
-    input: CaseInput
+    input: CaseInput | None = None
+    conversation: Conversation | None = None
     checks_version: ChecksVersion = 1
     checks: Annotated[tuple[Check, ...], msgspec.Meta(max_length=MAX_CHECKS)] | None = None
     evaluation_criteria_json: dict[str, Any] | None = None
@@ -73,6 +77,7 @@ class TestCaseImportLine(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
         """The case this line describes, whichever spelling it used."""
         return TestCaseContent(
             input=self.input,
+            conversation=self.conversation,
             checks_version=self.checks_version,
             checks=self.checks,
             evaluation_criteria_json=_first(
@@ -121,3 +126,21 @@ class ContentWarning(msgspec.Struct, frozen=True):
     check_id: str
     pointer: str
     detail: str
+
+
+def with_conversation_ids(content: TestCaseContent) -> TestCaseContent:
+    """A conversation case with an id on every check, unique in the whole case: its turns'
+    checks in order, then its own (explicit ids are kept)."""
+    conversation = content.conversation
+    assert conversation is not None, "only a conversation case has turns to number"
+    own = content.checks or ()
+    flat = assign_check_ids(tuple(check for _, check in conversation.turn_checks()) + own)
+    turns: list[ScriptedTurn] = []
+    start = 0
+    for turn in conversation.turns:
+        end = start + len(turn.checks)
+        turns.append(msgspec.structs.replace(turn, checks=flat[start:end]))
+        start = end
+    numbered = msgspec.structs.replace(conversation, turns=tuple(turns))
+    checks = None if content.checks is None else flat[start:]
+    return msgspec.structs.replace(content, conversation=numbered, checks=checks)

@@ -12,6 +12,7 @@ from agentlasso.domain.grades import (
     ToolCall,
     UngradedItem,
 )
+from agentlasso.grading.by_kind import Answer, grade_answer, verdicts_needed
 from agentlasso.grading.case import grade_case
 from agentlasso.grading.gate import decide_gate, run_gate, settled_status
 from agentlasso.grading.judge_checks import EXPECTATION_ID, JudgeRequest, judge_requests
@@ -22,6 +23,7 @@ from agentlasso.grading.tool_calls import normalise_tool_calls
 
 __all__ = [
     "EXPECTATION_ID",
+    "Answer",
     "CaseResult",
     "CheckResult",
     "Gate",
@@ -32,6 +34,7 @@ __all__ = [
     "ToolCall",
     "UngradedItem",
     "decide_gate",
+    "grade_answer",
     "grade_case",
     "judge_requests",
     "normalise_tool_calls",
@@ -40,4 +43,5 @@ __all__ = [
     "regex_compile_error",
     "run_gate",
     "settled_status",
+    "verdicts_needed",
 ]

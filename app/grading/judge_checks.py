@@ -12,6 +12,7 @@ from typing import Literal
 import msgspec
 
 from agentlasso.domain.checks import LlmJudge
+from agentlasso.domain.conversations import Message
 from agentlasso.domain.grades import CheckResult, JudgeVerdict, Observation
 from agentlasso.domain.test_cases import EvaluationType, TestCaseContent
 from agentlasso.grading.context import GradingContext
@@ -30,6 +31,10 @@ class JudgeRequest(msgspec.Struct, frozen=True, kw_only=True):
     # The plain-English criterion, or the expected output.
     criterion: str
     evaluation_type: EvaluationType
+    # A conversation's checks: the messages before the reply judged (shown as the input) and
+    # that reply. None for a single-turn case, whose input and reply the judge is shown.
+    conversation_input: tuple[Message, ...] | None = None
+    conversation_reply: str | None = None
 
 
 def grade_llm_judge(check: LlmJudge, context: GradingContext) -> CheckResult:

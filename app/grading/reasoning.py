@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import msgspec
+
 from agentlasso.domain.grades import CheckResult, UngradedItem
 from agentlasso.grading.excerpts import count_noun
 from agentlasso.grading.plan import CasePlan
@@ -47,15 +49,15 @@ def _tally_line(tally: Tally, plan: CasePlan) -> str:
 
 
 def _named(results: list[CheckResult]) -> str:
-    """`c1 tool_called, c3 output_contains`, cut after ten."""
-    names = ", ".join(f"{r.id} {r.type}" for r in results[:_NAMED])
+    """`c1 tool_called, turn 3: c4 tool_called`, cut after ten."""
+    names = ", ".join(f"{_turn(r)}{r.id} {r.type}" for r in results[:_NAMED])
     hidden = len(results) - _NAMED
     return f"{names} and {hidden} more" if hidden > 0 else names
 
 
 def _ungraded(checks: list[CheckResult], items: tuple[UngradedItem, ...]) -> str:
     """Ungraded checks with their severity, then counts of ungraded items."""
-    parts = [f"{r.id} {r.type} ({r.severity})" for r in checks[:_NAMED]]
+    parts = [f"{_turn(r)}{r.id} {r.type} ({r.severity})" for r in checks[:_NAMED]]
     if len(checks) > _NAMED:
         parts.append(f"{len(checks) - _NAMED} more checks")
     free_text = sum(1 for item in items if item.kind == "free_text_rubric_item")
@@ -65,3 +67,8 @@ def _ungraded(checks: list[CheckResult], items: tuple[UngradedItem, ...]) -> str
     if unreadable:
         parts.append(count_noun(unreadable, "unreadable criterion", "unreadable criteria"))
     return ", ".join(parts)
+
+
+def _turn(result: CheckResult) -> str:
+    """`turn 3: ` before a conversation's turn check, nothing before any other."""
+    return "" if result.turn is msgspec.UNSET else f"turn {result.turn}: "

@@ -26,9 +26,20 @@ def shown_to_judge(
 ) -> tuple[JudgeQuestion, list[str]]:
     """The question as the judge sees it, and a note for each part that was cut."""
     cut: list[str] = []
-    reply = _cut_text(observation.actual_output or "", max_chars, "the reply", cut)
+    shown_reply = observation.actual_output
+    shown_input: Any = content.input
+    if request.conversation_input is not None:
+        # A conversation: the transcript before the reply judged is what the user said.
+        shown_reply = request.conversation_reply
+        shown_input = msgspec.to_builtins(request.conversation_input)
+    reply = _cut_text(shown_reply or "", max_chars, "the reply", cut)
     criterion = _cut_text(request.criterion, max_chars, _criterion_name(request), cut)
-    case_input = _cut_json(content.input, max_chars, "the input", cut)
+    case_input = _cut_json(
+        shown_input,
+        max_chars,
+        "the conversation so far" if request.conversation_input is not None else "the input",
+        cut,
+    )
     shown_context = (
         None if context is None else _cut_json(context, max_chars, "the data context", cut)
     )

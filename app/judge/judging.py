@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from agentlasso.domain.grades import JudgeVerdict, Observation
+from agentlasso.domain.grades import JudgeVerdict
 from agentlasso.domain.test_cases import TestCaseContent
-from agentlasso.grading import judge_requests
+from agentlasso.grading import Answer, verdicts_needed
 
 NO_JUDGE = (
     "no judge is configured (set ANTHROPIC_API_KEY on the server, or the project's own key in "
@@ -25,10 +25,10 @@ WAITING = "waiting for the AI judge"
 
 
 def immediate_verdicts(
-    content: TestCaseContent, observation: Observation, judge_configured: bool
+    content: TestCaseContent, answer: Answer, judge_configured: bool
 ) -> tuple[Mapping[str, JudgeVerdict], bool]:
     """Verdicts to grade with now, and whether the case must wait for the judge."""
-    requests = judge_requests(content, observation)
+    requests = verdicts_needed(content, answer)
     if not requests:
         return {}, False
     reason = WAITING if judge_configured else NO_JUDGE

@@ -9,6 +9,7 @@ import msgspec
 
 from agentlasso.domain import runs as domain
 from agentlasso.domain.checks import Check
+from agentlasso.domain.conversations import Conversation
 from agentlasso.domain.test_cases import CaseInput, EvaluationType
 
 RunStatus = domain.RunStatus
@@ -44,7 +45,8 @@ class RunTestCase(msgspec.Struct, kw_only=True):
     """A case of a CI-mode run: what to send the agent and exactly what will be graded."""
 
     test_case_id: str
-    input: CaseInput
+    # A single-turn case's input; null for a conversation, whose turns `conversation` holds.
+    input: CaseInput | None
     evaluation_criteria_json: dict[str, Any] | None
     checks_version: int
     checks: tuple[Check, ...]
@@ -53,6 +55,7 @@ class RunTestCase(msgspec.Struct, kw_only=True):
     min_confidence: int
     data_context: dict[str, Any] | None
     description: str | None
+    conversation: Conversation | msgspec.UnsetType = msgspec.UNSET
 
 
 class Counts(msgspec.Struct, kw_only=True):

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from agentlasso.domain.checks import Check, WrittenChecks
+from agentlasso.domain.conversations import Conversation
 from agentlasso.domain.test_cases import (
     CaseInput,
     ChecksVersion,
@@ -23,7 +24,9 @@ class TestCaseCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     __test__ = False
 
-    input: CaseInput
+    # A single-turn case's input, or a conversation's turns (contract section 13): one of them.
+    input: CaseInput | None = None
+    conversation: Conversation | None = None
     checks_version: ChecksVersion = 1
     checks: WrittenChecks | None = None
     evaluation_criteria_json: dict[str, Any] | None = None
@@ -44,7 +47,8 @@ class TestCaseUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     __test__ = False
 
-    input: CaseInput | msgspec.UnsetType = msgspec.UNSET
+    input: CaseInput | msgspec.UnsetType | None = msgspec.UNSET
+    conversation: Conversation | msgspec.UnsetType | None = msgspec.UNSET
     checks_version: ChecksVersion | msgspec.UnsetType = msgspec.UNSET
     checks: WrittenChecks | msgspec.UnsetType | None = msgspec.UNSET
     evaluation_criteria_json: dict[str, Any] | msgspec.UnsetType | None = msgspec.UNSET
@@ -78,7 +82,8 @@ class TestCase(msgspec.Struct, kw_only=True):
     id: str
     dataset_id: str
     revision: int
-    input: CaseInput
+    # Null for a conversation case, which has `conversation` instead.
+    input: CaseInput | None
     checks_version: int
     checks: tuple[Check, ...] | None
     evaluation_criteria_json: dict[str, Any] | None
@@ -90,6 +95,7 @@ class TestCase(msgspec.Struct, kw_only=True):
     updated_at: datetime
     # The trace it was made from (`POST /traces/{trace_id}/test-case`), else null.
     source_trace_id: str | None = None
+    conversation: Conversation | msgspec.UnsetType = msgspec.UNSET
     # Only on writes: regular expressions that will fail when graded.
     warnings: list[ContentWarning] | msgspec.UnsetType = msgspec.UNSET
 

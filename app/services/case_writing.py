@@ -193,7 +193,7 @@ class GenerationRun:
             return
         assert isinstance(answer, Candidate)
         # No await between the check and the add: concurrent slots cannot both pass it.
-        self._seen.add(input_text(answer.content.input))
+        self._seen.add(input_text(answer.content.input or ""))
         self._filled[index] = answer
 
     def _problem(self, candidate: Candidate) -> str | None:
@@ -201,7 +201,7 @@ class GenerationRun:
         problems = content_problems(candidate.content)
         if problems:
             return f"its checks are not valid: {problems[0].detail}"
-        repeated = self._seen.resembled(input_text(candidate.content.input))
+        repeated = self._seen.resembled(input_text(candidate.content.input or ""))
         if repeated is not None:
             return f"it nearly repeats an existing case: {repeated[:120]!r}"
         return None

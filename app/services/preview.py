@@ -18,7 +18,7 @@ from agentlasso.agents import AgentCallResult
 from agentlasso.domain.grades import CaseResult, JudgeVerdict, Observation
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.test_cases import TestCaseContent
-from agentlasso.errors import Conflict
+from agentlasso.errors import Conflict, FieldError, InvalidInput
 from agentlasso.grading import JudgeRequest, grade_case, judge_requests, observation_from_wire
 from agentlasso.judge.judging import NO_JUDGE
 from agentlasso.services import judge_settings
@@ -98,6 +98,11 @@ async def preview_with_agent(
     test_case_id: UUID | None,
 ) -> JudgedPreview:
     """Call the project's agent with the unsaved case, then grade its reply as a run would."""
+    if content.input is None:
+        raise InvalidInput(
+            "A conversation is previewed turn by turn.",
+            [FieldError(pointer="/conversation", detail="Preview a conversation case as such.")],
+        )
     agent = await default_agent(platform, project_id)
     if agent is None:
         raise Conflict(NO_AGENT)

@@ -36,12 +36,18 @@ from agentlasso.db import runs as run_rows
 from agentlasso.db.pool import Connection
 from agentlasso.db.run_counts import JudgeSpend
 from agentlasso.domain.agent_calls import AgentCall
-from agentlasso.domain.case_results import AwaitingJudge, JudgedResult, NewResult, Reported
-from agentlasso.domain.grades import CaseResult, JudgeVerdict, Observation
+from agentlasso.domain.case_results import (
+    AwaitingJudge,
+    JudgedResult,
+    NewResult,
+    Played,
+    Reported,
+)
+from agentlasso.domain.grades import CaseResult, JudgeVerdict
 from agentlasso.domain.runs import ChunkRef, Counters, Run
 from agentlasso.domain.test_cases import PinnedCase
 from agentlasso.errors import Conflict
-from agentlasso.grading import grade_case, observation_from_wire
+from agentlasso.grading import Answer, grade_answer, observation_from_wire
 from agentlasso.judge.judging import immediate_verdicts
 from agentlasso.queue import QueueConnection, enqueue_quietly
 from agentlasso.services.grading_pool import grade_off_loop
@@ -71,6 +77,8 @@ class Reply(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     agent_error: str | None
     # Server mode only: the platform's call to the agent.
     agent_call: AgentCall | None = None
+    # A conversation case: how it was played (actual_output is then its final reply).
+    played: Played | None = None
 
     @classmethod
     def answered(cls, case: PinnedCase, trial: int, call: AgentCallResult) -> Reply:
@@ -88,16 +96,23 @@ def grade(
     """The reply's grade, and its row; AI judge checks wait for a judge chunk when a judge is
     configured (the row is marked pending), and are not graded otherwise."""
     content = reply.case.content
-    observation = observation_from_wire(
-        reply.actual_output, reply.actual_tool_calls, agent_error=reply.agent_error
-    )
-    verdicts, pending = immediate_verdicts(content, observation, judge_configured)
-    result = grade_case(content, observation, verdicts, out_of_time)
+    answer = answer_of(reply)
+    verdicts, pending = immediate_verdicts(content, answer, judge_configured)
+    result = grade_answer(content, answer, verdicts, out_of_time)
     return result, NewResult.graded_as(
         run_id, reply.case.test_case_id, reply.trial, reply.case.revision_id, result,
         reply.reported, agent_error=reply.agent_error, agent_call=reply.agent_call,
-        judge_pending=pending,
+        judge_pending=pending, played=reply.played,
     )  # fmt: skip
+
+
+def answer_of(reply: Reply) -> Answer:
+    """What is graded: the played conversation, or the one reply and its calls."""
+    if reply.played is not None:
+        return reply.played.conversation
+    return observation_from_wire(
+        reply.actual_output, reply.actual_tool_calls, agent_error=reply.agent_error
+    )
 
 
 class Written(msgspec.Struct, frozen=True):
@@ -274,11 +289,13 @@ def regrade(
     case: AwaitingJudge, verdicts: dict[str, JudgeVerdict], out_of_time: Callable[[], bool]
 ) -> CaseResult:
     """A stored case's final grade: what its agent did, as stored, graded with the verdicts."""
-    return grade_case(case.content, stored_observation(case), verdicts, out_of_time)
+    return grade_answer(case.content, stored_answer(case), verdicts, out_of_time)
 
 
-def stored_observation(case: AwaitingJudge) -> Observation:
+def stored_answer(case: AwaitingJudge) -> Answer:
     """What a case waiting for the judge observed, read back from what was stored."""
+    if case.played is not None:
+        return case.played
     return observation_from_wire(
         case.reported.actual_output, case.reported.actual_tool_calls, agent_error=case.agent_error
     )

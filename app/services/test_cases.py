@@ -13,10 +13,15 @@ from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import test_cases as case_rows
 from agentlasso.db.pool import Connection
 from agentlasso.domain.checks import OutputContains, OutputNotContains, assign_check_ids
-from agentlasso.domain.checks import duplicate_check_ids as find_duplicate_ids
+from agentlasso.domain.conversations import conversation_problems
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.stored_text import nul_problems
-from agentlasso.domain.test_cases import ContentWarning, TestCase, TestCaseContent
+from agentlasso.domain.test_cases import (
+    ContentWarning,
+    TestCase,
+    TestCaseContent,
+    with_conversation_ids,
+)
 from agentlasso.domain.web import CaseFilter, Revision
 from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound, StaleRevision
 from agentlasso.grading import EXPECTATION_ID, regex_compile_error
@@ -25,31 +30,59 @@ from agentlasso.services.platform import Platform
 
 def content_problems(content: TestCaseContent) -> list[FieldError]:
     """What makes a case unstorable, beyond its shape (which msgspec already checked)."""
-    checks = content.checks or ()
-    duplicates = [
-        FieldError(
-            pointer=f"/checks/{index}/id",
-            detail=f"Check id {checks[index].id!r} is used by more than one check.",
-        )
-        for index in find_duplicate_ids(checks)
-    ]
-    # The implicit judge check on expected_output answers to this id; a check may not take it.
-    reserved = [
-        FieldError(
-            pointer=f"/checks/{index}/id",
-            detail=f"Check id {EXPECTATION_ID!r} is reserved for the expected_output check.",
-        )
-        for index, check in enumerate(checks)
-        if check.id == EXPECTATION_ID
-    ]
-    return duplicates + reserved + nul_problems(msgspec.structs.asdict(content))
+    return (
+        kind_problems(content)
+        + _check_id_problems(content)
+        + nul_problems(msgspec.structs.asdict(content))
+    )
+
+
+def kind_problems(content: TestCaseContent) -> list[FieldError]:
+    """A case is single-turn (`input`) or a conversation, never both and never neither."""
+    if content.conversation is None:
+        if content.input is None:
+            detail = "A test case needs an input (or a conversation)."
+            return [FieldError(pointer="/input", detail=detail)]
+        return []
+    if content.input is not None:
+        detail = "A test case has an input or a conversation, never both."
+        return [FieldError(pointer="/conversation", detail=detail)]
+    problems = conversation_problems(content.conversation)
+    return [FieldError(pointer=pointer, detail=detail) for pointer, detail in problems]
+
+
+def _check_id_problems(content: TestCaseContent) -> list[FieldError]:
+    """Check ids are unique within the whole case (its turns' checks too), and none may take
+    the id the implicit judge check on expected_output answers to."""
+    placed = [(f"/checks/{index}/id", check) for index, check in enumerate(content.checks or ())]
+    if content.conversation is not None:
+        placed += [
+            (f"/conversation/turns/{turn}/checks/{index}/id", check)
+            for turn, scripted in enumerate(content.conversation.turns)
+            for index, check in enumerate(scripted.checks)
+        ]
+    problems: list[FieldError] = []
+    seen: set[str] = set()
+    for pointer, check in placed:
+        if check.id is None:
+            continue
+        if check.id == EXPECTATION_ID:
+            detail = f"Check id {EXPECTATION_ID!r} is reserved for the expected_output check."
+            problems.append(FieldError(pointer=pointer, detail=detail))
+        elif check.id in seen:
+            detail = f"Check id {check.id!r} is used by more than one check."
+            problems.append(FieldError(pointer=pointer, detail=detail))
+        seen.add(check.id)
+    return problems
 
 
 def prepare_content(content: TestCaseContent) -> TestCaseContent:
     """The content as it will be stored: ids assigned; InvalidInput when it cannot be."""
     problems = content_problems(content)
     if problems:
-        raise InvalidInput("The test case's checks are not valid.", problems)
+        raise InvalidInput("The test case is not valid.", problems)
+    if content.conversation is not None:
+        return with_conversation_ids(content)
     if content.checks is None:
         return content
     return msgspec.structs.replace(content, checks=assign_check_ids(content.checks))
