@@ -134,3 +134,6 @@ class PlayedConversation(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     turns: tuple[TurnRecord, ...]
     ended_by: EndedBy
+    # Set when the simulated user's model could not be asked (an outage): the conversation is
+    # then not graded, with this reason, and never passed.
+    not_graded_reason: str | None = None

@@ -27,7 +27,7 @@ from agentlasso.grading.case import grade_checks, never_out_of_time, summarise
 from agentlasso.grading.context import GradingContext
 from agentlasso.grading.judge_checks import EXPECTATION_ID, JudgeRequest, grade_expectation
 from agentlasso.grading.observations import observation_from_wire
-from agentlasso.grading.outcomes import failed_as
+from agentlasso.grading.outcomes import failed_as, not_graded
 from agentlasso.grading.plan import expected_output, plan_case
 
 _NO_VERDICTS: Mapping[str, JudgeVerdict] = {}
@@ -43,6 +43,8 @@ def grade_conversation(
     conversation = content.conversation
     assert conversation is not None, "a single-turn case is graded by grade_case"
     plan = plan_case(content)
+    if played.not_graded_reason is not None:
+        return _not_graded(content, played.not_graded_reason)
     results: list[CheckResult] = []
     for number, turn in enumerate(conversation.turns, start=1):
         if turn.checks:
@@ -59,6 +61,29 @@ def grade_conversation(
             results.append(failed_as(EXPECTATION_ID, "llm_judge", "critical", stopped))
     causes = () if stopped is None else (stopped,)
     return summarise(tuple(results), plan, causes)
+
+
+def _not_graded(content: TestCaseContent, reason: str) -> CaseResult:
+    """Every check not graded, with the reason: a conversation that could not be played out
+    is neither passed nor failed."""
+    conversation = content.conversation
+    assert conversation is not None
+    detail = f"Not graded: {reason.strip().rstrip('.')}."
+    checks = [
+        msgspec.structs.replace(
+            not_graded(c.id or "", c.severity, detail, type_of(type(c))), turn=n
+        )
+        for n, c in conversation.turn_checks()
+    ] + [
+        not_graded(c.id or "", c.severity, detail, type_of(type(c)))
+        for c in plan_case(content).checks
+    ]
+    if expected_output(content) is not None:
+        checks.append(not_graded(EXPECTATION_ID, "critical", detail))
+    return CaseResult(
+        score=None, pass_fail=False, graded=False, partially_graded=True,
+        judge_reasoning=detail, check_results=tuple(checks),
+    )  # fmt: skip
 
 
 def _grade_turn(
@@ -153,6 +178,8 @@ def conversation_judge_requests(
         )
         requests += _judge_requests_of(turn.checks, before, record.actual_output)
     final = whole_observation(played).actual_output
+    if played.not_graded_reason is not None:
+        return ()  # the conversation is not graded: no verdict is worth asking for
     if stopped_by_error(played) is None and final is not None:
         # The whole transcript but the final reply, which is the reply judged.
         before_final = messages[:-1]

@@ -248,3 +248,21 @@ def test_a_single_turn_answer_grades_and_asks_as_before() -> None:
     assert [r.check_id for r in verdicts_needed(content, observation)] == ["j"]
     result = grade_answer(content, observation, {"j": JudgeVerdict.decided(True)})
     assert result.outcome == "passed"
+
+
+def test_an_outage_of_the_simulated_user_leaves_the_conversation_not_graded() -> None:
+    outage = PlayedConversation(
+        turns=(turn(1, "What is your order number?"),),
+        ended_by="simulated_user",
+        not_graded_reason="the simulated user's model did not answer (HTTP 529 overloaded)",
+    )
+    content = refund_case(expected_output="Refund confirmed.")
+    result = grade_answer(content, outage, {})
+    assert result.outcome == "not_graded"
+    assert result.judge_reasoning == (
+        "Not graded: the simulated user's model did not answer (HTTP 529 overloaded)."
+    )
+    assert {r.status for r in result.check_results} == {"not_graded"}
+    assert [r.turn for r in result.check_results][:3] == [1, 2, 3]
+    assert verdicts_needed(content, outage) == ()
+    assert grade_answer(refund_case(), outage, {}).outcome == "not_graded"
