@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from agentlasso.domain.checks import MAX_CHECKS, Check
+from agentlasso.domain.judging import Usage
 
 MAX_SCRIPTED_TURNS = 50
 MAX_SIMULATED_TURNS = 20
@@ -93,12 +94,29 @@ class TurnRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
 
 class SimulatedUsage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """What playing the user cost a conversation: the model's calls and tokens."""
+    """What playing the user cost a conversation: the model's calls, tokens and price."""
 
     model: str | None = None
     calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    usage: Usage = Usage()
+    # None when the server has no price for the model (its tokens are still counted).
+    cost_usd: float | None = None
+
+
+class UserTurn(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """The simulated user's answer for one turn: its next message, or that it is done."""
+
+    # The next user message; None when done (or when the model could not be asked).
+    user: str | None
+    # The goal is reached or out of reach: the conversation ends, by the simulated user.
+    done: bool
+    # Why it is done, or what this message is after, in the model's words.
+    reason: str
+    usage: Usage = Usage()
+    model: str | None = None
+    # Set when the model could not be asked, or its answer was unusable after the retries:
+    # the conversation is then not graded, with this reason (never passed).
+    failure: str | None = None
 
 
 def transcript(turns: tuple[TurnRecord, ...]) -> tuple[Message, ...]:
