@@ -13,3 +13,9 @@ ALTER TABLE case_results ADD COLUMN ended_by text
     CHECK (ended_by IN ('script', 'agent', 'simulated_user', 'max_turns', 'error'));
 ALTER TABLE case_results ADD COLUMN conversation_attempt integer;
 ALTER TABLE case_results ADD COLUMN simulated_usage jsonb;
+
+-- The studio's search reads a conversation's user messages where a case has no input.
+DROP INDEX test_case_revisions_search_idx;
+CREATE INDEX test_case_revisions_search_idx ON test_case_revisions
+    USING gin (((coalesce(input, jsonb_path_query_array(conversation, '$.turns[*].user'))
+                 #>> '{}') || ' ' || coalesce(description, '')) gin_trgm_ops);

@@ -363,7 +363,7 @@ CREATE TABLE test_case_revisions (
 );
 CREATE INDEX test_case_revisions_checks_idx ON test_case_revisions USING gin (checks jsonb_path_ops);
 CREATE INDEX test_case_revisions_expectation_idx ON test_case_revisions USING btree (id) WHERE (expected_output IS NOT NULL);
-CREATE INDEX test_case_revisions_search_idx ON test_case_revisions USING gin (((((input #>> '{}'::text[]) || ' '::text) || COALESCE(description, ''::text))) gin_trgm_ops);
+CREATE INDEX test_case_revisions_search_idx ON test_case_revisions USING gin (((((COALESCE(input, jsonb_path_query_array(conversation, '$."turns"[*]."user"'::jsonpath)) #>> '{}'::text[]) || ' '::text) || COALESCE(description, ''::text))) gin_trgm_ops);
 
 CREATE TABLE test_cases (
     id uuid NOT NULL,

@@ -220,7 +220,12 @@ async def count_new_cases(connection: Connection, dataset_id: UUID, added: int) 
 
 
 # The text a search looks in; the same expression as test_case_revisions_search_idx.
-_SEARCHED = "((r.input #>> '{}') || ' ' || coalesce(r.description, ''))"
+# The expression test_case_revisions_search_idx indexes (sql/0019_conversations.sql): the input,
+# or a conversation's scripted user messages, then the description.
+_SEARCHED = (
+    "((coalesce(r.input, jsonb_path_query_array(r.conversation, '$.turns[*].user')) #>> '{}')"
+    " || ' ' || coalesce(r.description, ''))"
+)
 _JUDGED = """(r.checks @> '[{"type": "llm_judge"}]' OR r.expected_output IS NOT NULL)"""
 
 
