@@ -3,6 +3,7 @@ that keeps state by conversation_id (contract section 13)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from collections import defaultdict
@@ -231,3 +232,39 @@ async def test_a_worker_killed_mid_conversation_stores_each_conversation_once_un
             replayed += 1
             assert row["conversation_attempt"] >= 2, "a replayed conversation counts its attempt"
     assert replayed >= 1, "the killed worker was mid-conversation"
+
+
+async def test_cancel_stops_conversations_within_seconds_and_keeps_finished_ones(
+    client: httpx.AsyncClient,
+    agent: ConversationalAgent,
+    workers: WorkerProcesses,
+    database_url: str,
+) -> None:
+    agent.delay_s = 0.2  # a second a conversation
+    workers.start()
+    agent_id = await register_agent(client, agent.url)
+    dataset = await create_dataset(client)
+    turns = [{"user": f"Order 4242: refund it, turn {n + 1}."} for n in range(5)]
+    checks = [{"type": "tool_called", "tool": "stripe.refund"}]
+    for _ in range(100):
+        await add_case(client, dataset["id"], conversation={"turns": turns}, checks=checks)
+    run = await start_run(client, dataset_id=dataset["id"], agent_id=agent_id, concurrency=10)
+    await eventually(
+        lambda: _done_at_least(client, run["run_id"], 10), 60, what="ten conversations done"
+    )
+    answer = (await client.post(f"/api/v1/eval-runs/{run['run_id']}/cancel")).json()
+    assert answer["status"] == "cancelled"
+    await asyncio.sleep(2)
+    calls_then = len(agent.requests)
+    await asyncio.sleep(2)
+    assert len(agent.requests) == calls_then, "no turn is played after the cancel"
+    rows = await stored_rows(database_url, run["run_id"])
+    assert 10 <= len(rows) < 100
+    assert all([t["turn"] for t in row["turns"]] == [1, 2, 3, 4, 5] for row in rows), (
+        "only finished conversations are kept"
+    )
+
+
+async def _done_at_least(client: httpx.AsyncClient, run_id: str, count: int) -> bool | None:
+    run = (await client.get(f"/api/v1/eval-runs/{run_id}")).json()
+    return True if run["counts"]["done"] >= count else None
