@@ -19,6 +19,7 @@ import msgspec
 
 from agentlasso.agents import AgentCallResult, AgentTarget
 from agentlasso.agents.address_guard import origin_of
+from agentlasso.agents.conversations import NextUser
 from agentlasso.agents.headers import target_for
 from agentlasso.db import agents as agent_rows
 from agentlasso.db import case_results, pinned_cases, run_gates
@@ -30,8 +31,9 @@ from agentlasso.grading import Gate
 from agentlasso.observability import metrics
 from agentlasso.observability.logs import bind_log_context, log_context
 from agentlasso.queue import enqueue_quietly
-from agentlasso.services.recording import CaseTrial, ChunkRecording, record_chunk
+from agentlasso.services.recording import CaseTrial, ChunkRecording, Reply, record_chunk
 from agentlasso.services.run_settling import settle_run
+from agentlasso_workers.conversations import play_case, simulated_user_player
 from agentlasso_workers.judge_chunks import judge_chunk
 from agentlasso_workers.state import WorkerState
 
@@ -64,6 +66,8 @@ class RunPlan(msgspec.Struct, frozen=True, kw_only=True):
     context: dict[str, Any]
     # Whether its AI judge checks wait for a judge (the server's key, or the project's own).
     judge_configured: bool
+    # Plays a conversation's simulated user (None: such conversations end not graded).
+    next_user: NextUser | None = None
 
 
 async def run_lane(state: WorkerState, run_id: UUID, chunk_no: int, job_id: str) -> int:
@@ -146,9 +150,7 @@ async def _work_through(state: WorkerState, plan: RunPlan, first: Held) -> int:
     return done
 
 
-async def _record(
-    state: WorkerState, plan: RunPlan, held: Held, calls: list[tuple[CaseTrial, AgentCallResult]]
-) -> None:
+async def _record(state: WorkerState, plan: RunPlan, held: Held, calls: list[Reply]) -> None:
     """Record the chunk's answers (graded, stored, counted, announced); the chunk is held, and
     its heartbeat sent, until they are."""
     run_id = plan.run_id
@@ -190,9 +192,7 @@ async def _await_store(
         raise
 
 
-async def _calls_for(
-    state: WorkerState, plan: RunPlan, held: Held
-) -> list[tuple[CaseTrial, AgentCallResult]]:
+async def _calls_for(state: WorkerState, plan: RunPlan, held: Held) -> list[Reply]:
     """The chunk's agent calls; hands the chunk back if the worker is stopping."""
     state.held.add((plan.run_id, held.chunk_no))
     answered = False
@@ -200,7 +200,7 @@ async def _calls_for(
         items = await _items(state, plan, held)
         # The project's quota of calls a minute to this agent's host, shared by every worker.
         await state.host_pacer.turn(f"{plan.project_id}:{_host(plan.target.url)}", len(items))
-        calls = await _calls(state, plan, items)
+        calls = await _calls(state, plan, items, held.attempt)
         answered = True
         return calls
     except asyncio.CancelledError:
@@ -267,6 +267,7 @@ async def _plan(state: WorkerState, run_id: UUID) -> RunPlan | None:
         await _fail(state, run_id, "The agent was deleted while the run was going on.")
         return None
     dataset = await dataset_rows.get_dataset(state.pool, run.project_id, run.dataset_id)
+    judge_client = await state.judge_clients.for_project(run.project_id)
     assert run.chunk_size is not None, "a server-mode run is chunked when it is created"
     return RunPlan(
         run_id=run_id,
@@ -278,7 +279,8 @@ async def _plan(state: WorkerState, run_id: UUID) -> RunPlan | None:
         agent_limit=agent.max_concurrency,
         target=target_for(state.secret_key, agent),
         context=(dataset.data_context if dataset else None) or {},
-        judge_configured=await state.judge_clients.for_project(run.project_id) is not None,
+        judge_configured=judge_client is not None,
+        next_user=simulated_user_player(judge_client),
     )
 
 
@@ -313,10 +315,11 @@ def _host(url: str) -> str:
 
 
 async def _calls(
-    state: WorkerState, plan: RunPlan, items: list[CaseTrial]
-) -> list[tuple[CaseTrial, AgentCallResult]]:
-    """Each item's agent call, made at once; a cancelled run stops early and keeps the rest."""
-    tasks = [asyncio.create_task(_call(state, plan, item)) for item in items]
+    state: WorkerState, plan: RunPlan, items: list[CaseTrial], attempt: int
+) -> list[Reply]:
+    """Each item's agent call (a conversation's turns, one after another), made at once; a
+    cancelled run stops early and keeps what finished."""
+    tasks = [asyncio.create_task(_call(state, plan, item, attempt)) for item in items]
     if not tasks:
         return []
     stop: asyncio.Future[Any] = asyncio.ensure_future(state.cancelled(plan.run_id).wait())
@@ -337,10 +340,8 @@ async def _calls(
     return [task.result() for task in finished]
 
 
-async def _call(
-    state: WorkerState, plan: RunPlan, item: CaseTrial
-) -> tuple[CaseTrial, AgentCallResult]:
-    """Call the agent for one item."""
+async def _call(state: WorkerState, plan: RunPlan, item: CaseTrial, attempt: int) -> Reply:
+    """Call the agent for one item: once, or for each turn of its conversation."""
     case = item.case
     body = {
         "input": case.content.input,
@@ -350,16 +351,28 @@ async def _call(
         "trial": item.trial,
         "context": plan.context,
     }
+
+    async def call_agent(turn_body: dict[str, Any], turn: int) -> AgentCallResult:
+        if turn > 1:  # the chunk took its first turns' pace at once
+            await state.host_pacer.turn(f"{plan.project_id}:{_host(plan.target.url)}")
+        return await _agent_call(state, plan, turn_body)
+
+    if case.content.conversation is not None:
+        return await play_case(item, body, call_agent, plan.next_user, attempt)
+    return Reply.answered(case, item.trial, await _agent_call(state, plan, body))
+
+
+async def _agent_call(state: WorkerState, plan: RunPlan, body: dict[str, Any]) -> AgentCallResult:
+    """One call to the run's agent, in this worker's slots (and the agent's, when limited)."""
     if plan.agent_limit is None:  # the usual case, without the shared lease's round trips
         async with state.calls.slot(plan.project_id):
-            return item, await state.agent_client.call(plan.target, body)
+            return await state.agent_client.call(plan.target, body)
     # The agent's slot first: waiting on it must not hold one of this worker's call slots.
     async with (
         state.limiter.slot(plan.agent_id, plan.agent_limit),
         state.calls.slot(plan.project_id),
     ):
-        call = await state.agent_client.call(plan.target, body)
-    return item, call
+        return await state.agent_client.call(plan.target, body)
 
 
 async def _fail(state: WorkerState, run_id: UUID, reason: str) -> None:

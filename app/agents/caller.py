@@ -285,7 +285,11 @@ def _result(outcome: _Outcome, attempts: tuple[Attempt, ...], latency_ms: int) -
     """The call's result from its last attempt's outcome."""
     if outcome.reply is not None:
         reply = outcome.reply
-        return _counted(AgentCallResult(reply.output, reply.tool_calls, None, attempts, latency_ms))
+        return _counted(
+            AgentCallResult(
+                reply.output, reply.tool_calls, None, attempts, latency_ms, end=reply.end
+            )
+        )
     error = with_tries(outcome.error or "the agent call failed", len(attempts))
     return _counted(
         AgentCallResult(msgspec.UNSET, msgspec.UNSET, error, attempts, latency_ms, outcome.kind)

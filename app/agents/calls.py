@@ -29,6 +29,8 @@ class AgentCallResult(msgspec.Struct, frozen=True):
     # How the call ended in a word (ok, timeout, connection, http_status, invalid_reply,
     # refused): a bounded label for metrics, never shown to a user.
     outcome: str = "ok"
+    # The agent answered `"end": true`: it ends the conversation (contract section 13).
+    end: bool = False
 
     def call_record(self) -> AgentCall:
         """What a stored result keeps of this call."""

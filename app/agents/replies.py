@@ -1,4 +1,5 @@
-"""The body of a 2xx answer read as the agent's reply: `{"output": ..., "tool_calls": [...]}`."""
+"""The body of a 2xx answer read as the agent's reply: `{"output": ..., "tool_calls": [...]}`,
+with `"end": true` when the agent ends a conversation (contract section 13)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ class Reply(msgspec.Struct, frozen=True):
 
     output: Any
     tool_calls: Any
+    # The agent ends the conversation with this reply (only `true` itself counts).
+    end: bool = False
 
 
 def parse_reply(body: bytes) -> Reply | str:
@@ -37,7 +40,11 @@ def parse_reply(body: bytes) -> Reply | str:
         kind = _KINDS.get(type(decoded), "a JSON value")
         return f"the agent's answer is {kind}, not a JSON object"
     # A missing "tool_calls" means the calls were not reported, which is not "no calls".
-    return Reply(decoded.get("output", msgspec.UNSET), decoded.get("tool_calls", msgspec.UNSET))
+    return Reply(
+        decoded.get("output", msgspec.UNSET),
+        decoded.get("tool_calls", msgspec.UNSET),
+        decoded.get("end") is True,
+    )
 
 
 def _not_json(body: bytes, exc: msgspec.DecodeError) -> str:

@@ -263,20 +263,16 @@ async def record_chunk(
     queue: tuple[QueueConnection, str],
     run_id: UUID,
     chunk: ChunkRecording,
-    answers: Sequence[tuple[CaseTrial, AgentCallResult]],
+    replies: Sequence[Reply],
     judge_configured: bool,
     budget_s: float,
 ) -> None:
-    """Grade a lane's answers off the event loop, store them under their chunk in one
-    transaction, then queue their judge work on (queue connection, queue name)."""
+    """Grade a lane's replies (each a call answered, or a conversation played) off the event
+    loop, store them under their chunk in one transaction, then queue their judge work on
+    (queue connection, queue name)."""
 
     def grade_all(out_of_time: Callable[[], bool]) -> list[NewResult]:
-        return [
-            grade(
-                run_id, Reply.answered(item.case, item.trial, call), judge_configured, out_of_time
-            )[1]
-            for item, call in answers
-        ]
+        return [grade(run_id, reply, judge_configured, out_of_time)[1] for reply in replies]
 
     rows = await grade_off_loop(grade_all, budget_s)
     async with pool.acquire() as connection, connection.transaction():

@@ -1,0 +1,108 @@
+"""A conversation case in a lane: all its turns played in order in the item's slot of its
+chunk, then recorded as any reply is (app/services/recording.py, `Reply.played`).
+
+Crash safety: a conversation is played whole within one attempt of its chunk, and its result
+is stored with the chunk (once per case and trial). A chunk redone after its worker died plays
+it again from turn 1 under a new conversation_id, so a stored result's turns all come from one
+attempt; `conversation_attempt` is the chunk's attempt (a chunk handed back on SIGTERM keeps
+its attempt number, as its results were never stored).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+
+from agentlasso.agents import AgentCallResult
+from agentlasso.agents.conversations import (
+    ConversationPlay,
+    NextUser,
+    TurnAnswer,
+    new_conversation_id,
+    play_conversation,
+    turn_body,
+)
+from agentlasso.domain.agent_calls import AgentCall, Attempt
+from agentlasso.domain.case_results import Reported
+from agentlasso.domain.conversations import Message, PlayedConversation
+from agentlasso.services.recording import CaseTrial, Reply
+
+# Where the model-backed simulated user lives, looked up by name so that this seam works
+# before (and without) it: `player_for(judge client) -> NextUser | None`.
+SIMULATED_USER_MODULE = "agentlasso.judge.simulated_user"
+
+# (body, turn number) -> the agent's answer; the lane's slots and pacing are the caller's.
+CallAgent = Callable[[dict[str, Any], int], Awaitable[AgentCallResult]]
+
+
+def simulated_user_player(judge_client: object | None) -> NextUser | None:
+    """The model that plays the simulated user for a run judged by this client, if any."""
+    if judge_client is None or importlib.util.find_spec(SIMULATED_USER_MODULE) is None:
+        return None
+    player: NextUser | None = importlib.import_module(SIMULATED_USER_MODULE).player_for(
+        judge_client
+    )
+    return player
+
+
+async def play_case(
+    item: CaseTrial,
+    body: dict[str, Any],
+    call_agent: CallAgent,
+    next_user: NextUser | None,
+    attempt: int,
+) -> Reply:
+    """Play the item's conversation against the agent, as this attempt; its reply to record."""
+    conversation = item.case.content.conversation
+    assert conversation is not None, "only a conversation case is played"
+    conversation_id = new_conversation_id()
+    calls: list[AgentCallResult] = []
+
+    async def call_turn(turn: int, user: Any, messages: tuple[Message, ...]) -> TurnAnswer:
+        call = await call_agent(turn_body(body, conversation_id, turn, user, messages), turn)
+        calls.append(call)
+        return TurnAnswer.of_call(call)
+
+    play = await play_conversation(conversation, call_turn, next_user)
+    return played_reply(item, play, attempt, calls)
+
+
+def played_reply(
+    item: CaseTrial, play: ConversationPlay, attempt: int, calls: list[AgentCallResult]
+) -> Reply:
+    """What is recorded of a played conversation: the final reply and every call in order,
+    the first failed turn's error, and the calls' time added up."""
+    played = play.conversation
+    output, tool_calls = _final_reply(played)
+    error = _stopped_by(played)
+    latency_ms = sum(call.latency_ms for call in calls)
+    attempts: tuple[Attempt, ...] = calls[-1].attempts if calls else ()
+    return Reply(
+        case=item.case, trial=item.trial, actual_output=output, actual_tool_calls=tool_calls,
+        reported=Reported(actual_output=output, actual_tool_calls=tool_calls),
+        agent_error=error,
+        agent_call=AgentCall(latency_ms=latency_ms, attempts=attempts, error=error),
+        played=play.played(attempt),
+    )  # fmt: skip
+
+
+def _final_reply(played: PlayedConversation) -> tuple[Any, Any]:
+    """The last turn's reply (UNSET when it gave none), and every turn's reported calls in
+    order (UNSET when no turn reported its calls)."""
+    last = played.turns[-1] if played.turns else None
+    output: Any = (
+        msgspec.UNSET if last is None or last.actual_output is None else last.actual_output
+    )
+    reported = [r.actual_tool_calls for r in played.turns if isinstance(r.actual_tool_calls, list)]
+    tool_calls: Any = [call for calls in reported for call in calls] if reported else msgspec.UNSET
+    return output, tool_calls
+
+
+def _stopped_by(played: PlayedConversation) -> str | None:
+    """`turn 3: <the call's error>` when an agent call stopped the conversation."""
+    failed = next((r for r in played.turns if r.error is not None), None)
+    return None if failed is None else f"turn {failed.turn}: {failed.error}"
