@@ -23,6 +23,9 @@ class PostedConversation(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     ended_by: EndedBy | msgspec.UnsetType
     # Top-level fields that a conversation's result does not take (posted per turn instead).
     single_turn_fields: tuple[str, ...] = ()
+    # The client could not play the conversation out (its simulated user could not be asked):
+    # the turns so far, if any, are kept and the conversation is not graded, with this reason.
+    unplayed: str | None = None
 
 
 def kind_problems(at: str, case: PinnedCase, posted: PostedConversation) -> list[FieldError]:
@@ -42,6 +45,9 @@ def kind_problems(at: str, case: PinnedCase, posted: PostedConversation) -> list
         )
         for name in posted.single_turn_fields
     ]
+    if posted.unplayed is not None:
+        turns = () if posted.turns is msgspec.UNSET else posted.turns
+        return problems + turn_problems(at, conversation, turns, posted.ended_by, some=False)
     if posted.turns is msgspec.UNSET:
         detail = "A conversation case's result needs `turns`: what the agent did at each turn."
         return [*problems, FieldError(pointer=f"{at}/turns", detail=detail)]
@@ -49,11 +55,17 @@ def kind_problems(at: str, case: PinnedCase, posted: PostedConversation) -> list
 
 
 def turn_problems(
-    at: str, conversation: Conversation, turns: Sequence[PostedTurn], ended_by: object
+    at: str,
+    conversation: Conversation,
+    turns: Sequence[PostedTurn],
+    ended_by: object,
+    *,
+    some: bool = True,
 ) -> list[FieldError]:
-    """Turns that do not fit the script: none at all, more than it can take, a turn past the
-    script without its user message, a turn after the one whose call failed."""
-    if not turns:
+    """Turns that do not fit the script: none at all (when `some` are needed), more than it
+    can take, a turn past the script without its user message, a turn after the one whose
+    call failed."""
+    if some and not turns:
         detail = "A conversation's result needs at least one turn."
         return [FieldError(pointer=f"{at}/turns", detail=detail)]
     most = conversation.most_turns()
@@ -85,16 +97,19 @@ def turn_problems(
 
 def played_of(conversation: Conversation, posted: PostedConversation) -> Played:
     """The posted turns as the conversation played (the problems above already refused)."""
-    assert posted.turns is not msgspec.UNSET, "kind_problems requires turns"
+    turns = () if posted.turns is msgspec.UNSET else posted.turns
     records = tuple(
-        _record(number, turn, conversation) for number, turn in enumerate(posted.turns, start=1)
+        _record(number, turn, conversation) for number, turn in enumerate(turns, start=1)
     )
-    ended_by = (
-        posted.ended_by
-        if posted.ended_by is not msgspec.UNSET
-        else default_ended_by(conversation, records)
-    )
-    return Played(conversation=PlayedConversation(turns=records, ended_by=ended_by))
+    ended_by: EndedBy
+    if posted.ended_by is not msgspec.UNSET:
+        ended_by = posted.ended_by
+    elif posted.unplayed is not None:
+        ended_by = "error" if conversation.simulated_user is None else "simulated_user"
+    else:
+        ended_by = default_ended_by(conversation, records)
+    played = PlayedConversation(turns=records, ended_by=ended_by, not_graded_reason=posted.unplayed)
+    return Played(conversation=played)
 
 
 def _record(number: int, turn: PostedTurn, conversation: Conversation) -> TurnRecord:

@@ -44,6 +44,8 @@ class PostedResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     actual_output: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     actual_tool_calls: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     # An extension for clients like `agentlasso ci`: the call to the agent failed, and why.
+    # For a conversation: it could not be played out (its turns so far may come with it), and
+    # it is not graded, with this reason.
     agent_error: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
     # A conversation case's result (contract section 13): each turn, and how it ended.
     turns: (
@@ -69,6 +71,7 @@ class PostedResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
             turns=self.turns,
             ended_by=self.ended_by,
             single_turn_fields=tuple(name for name, value in single if value is not msgspec.UNSET),
+            unplayed=self.agent_error,
         )
 
 
@@ -120,7 +123,7 @@ def posted_reply(case: PinnedCase, posted: PostedResult) -> Reply:
         return Reply(
             case=case, trial=1, actual_output=msgspec.UNSET, actual_tool_calls=msgspec.UNSET,
             reported=ci_conversations.reported_of(played),
-            agent_error=posted.agent_error or ci_conversations.agent_error_of(played),
+            agent_error=ci_conversations.agent_error_of(played),
             played=played,
         )  # fmt: skip
     return Reply(
