@@ -24,6 +24,7 @@ from agentlasso.domain.conversations import EndedBy
 from agentlasso.schemas.comparisons import BucketCounts, ComparedCaseOut, ComparisonOut
 from agentlasso.schemas.run_results import (
     GradedResult,
+    NextUserTurn,
     PostedTurn,
     ResultPage,
     ResultsAnswer,
@@ -103,14 +104,6 @@ class ResultToPost(msgspec.Struct, kw_only=True, omit_defaults=True):
     # A conversation case (instead of actual_output): each turn, and how it ended.
     turns: list[PostedTurn] | msgspec.UnsetType = msgspec.UNSET
     ended_by: EndedBy | msgspec.UnsetType = msgspec.UNSET
-
-
-class NextUserTurn(msgspec.Struct, kw_only=True):
-    """The simulated user's next message (None when it is done), and why."""
-
-    user: str | None
-    done: bool
-    reason: str = ""
 
 
 def trial_of(result: GradedResult) -> int:

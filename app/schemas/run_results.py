@@ -31,6 +31,15 @@ class PostedTurn(
     user: UserMessage | msgspec.UnsetType = msgspec.UNSET
 
 
+class NextUserTurn(msgspec.Struct, kw_only=True):
+    """POST /eval-runs/{id}/next-user-turn's answer as a CI client reads it: the simulated
+    user's next message (None when it is done), and why."""
+
+    user: str | None
+    done: bool
+    reason: str = ""
+
+
 class GradedResult(msgspec.Struct, kw_only=True):
     """One posted case's grade."""
 
