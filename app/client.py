@@ -20,9 +20,12 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
+from agentlasso.domain.conversations import EndedBy
 from agentlasso.schemas.comparisons import BucketCounts, ComparedCaseOut, ComparisonOut
 from agentlasso.schemas.run_results import (
     GradedResult,
+    NextUserTurn,
+    PostedTurn,
     ResultPage,
     ResultsAnswer,
     StillJudging,
@@ -52,7 +55,9 @@ __all__ = [
     "CreatedServerRun",
     "GradedResult",
     "JudgeUsage",
+    "NextUserTurn",
     "PlatformUnavailable",
+    "PostedTurn",
     "ResultPage",
     "ResultToPost",
     "ResultsAnswer",
@@ -96,6 +101,9 @@ class ResultToPost(msgspec.Struct, kw_only=True, omit_defaults=True):
     actual_output: Any = msgspec.UNSET
     actual_tool_calls: Any = msgspec.UNSET
     agent_error: str | None = None
+    # A conversation case (instead of actual_output): each turn, and how it ended.
+    turns: list[PostedTurn] | msgspec.UnsetType = msgspec.UNSET
+    ended_by: EndedBy | msgspec.UnsetType = msgspec.UNSET
 
 
 def trial_of(result: GradedResult) -> int:
@@ -158,6 +166,15 @@ class AgentLassoClient:
         if response.status_code == 202:  # still judging: the run's gate, no grades yet
             return with_results(msgspec.json.decode(response.content, type=StillJudging), [])
         return msgspec.json.decode(response.content, type=ResultsAnswer)
+
+    async def next_user_turn(
+        self, run_id: str, test_case_id: str, trial: int, transcript: list[dict[str, Any]]
+    ) -> NextUserTurn:
+        """The simulated user's next message for a conversation, from its transcript so far."""
+        body = {"test_case_id": test_case_id, "trial": trial, "transcript": transcript}
+        return await self._request(
+            "POST", f"/eval-runs/{run_id}/next-user-turn", NextUserTurn, json=body
+        )
 
     async def start_server_run(
         self, dataset_id: str, agent_id: str, *, pass_threshold: float | None = None,

@@ -92,6 +92,8 @@ def stored_result_out(stored: DomainStoredResult, trials: TrialSummary | None) -
         agent_call=None
         if call is None
         else AgentCall(latency_ms=call.latency_ms, attempts=call.attempts, error=call.error),
+        turns=msgspec.UNSET if stored.turns is None else stored.turns,
+        ended_by=msgspec.UNSET if stored.ended_by is None else stored.ended_by,
     )
 
 

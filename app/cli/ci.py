@@ -6,23 +6,27 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import msgspec
 
 from agentlasso.cli.compare_report import CaseText, fetch_compared, gate_line, report_compared
+from agentlasso.cli.conversations import play_conversation
 from agentlasso.cli.errors import run_reporting_errors
 from agentlasso.cli.gate_report import GateReport, finish, print_run_page
-from agentlasso.cli.local_agents import AgentCaller, CommandAgent, HttpAgent, failed
+from agentlasso.cli.local_agents import AgentCaller, CommandAgent, HttpAgent, call_once, failed
 from agentlasso.client import (
     AgentLassoClient,
     GradedResult,
+    NextUserTurn,
     PlatformUnavailable,
     ResultsAnswer,
     ResultToPost,
     RunTestCase,
     with_results,
 )
+from agentlasso.domain.conversations import Conversation
 
 POST_TRIES = 3
 Sleep = Callable[[float], Awaitable[None]]
@@ -74,7 +78,8 @@ async def _run(options: CiOptions) -> int:
         for_comment = options.comment_file is not None
         compared = await fetch_compared(client, answers[-1], for_comment=for_comment)
     texts = {
-        case.test_case_id: CaseText.of(case.description, case.input) for case in run.test_cases
+        case.test_case_id: CaseText.of(case.description, _first_input(case))
+        for case in run.test_cases
     }
     names = {case.test_case_id: case.description for case in run.test_cases if case.description}
     report = GateReport(
@@ -85,6 +90,30 @@ async def _run(options: CiOptions) -> int:
     )
     report_compared(report, compared, texts, options.comment_file)
     return finish(report, options.junit)
+
+
+def _first_input(case: RunTestCase) -> Any:
+    """What a case is about: its input, or a conversation's first user message."""
+    conversation = case.conversation
+    if isinstance(conversation, Conversation):
+        if conversation.turns:
+            return conversation.turns[0].user
+        simulated = conversation.simulated_user
+        return "" if simulated is None else simulated.opening or simulated.goal
+    return case.input
+
+
+async def play_case(
+    client: AgentLassoClient, agent: AgentCaller, run_id: str, case: RunTestCase
+) -> ResultToPost:
+    """Run the agent on one case: one call, or a conversation's turns."""
+    if case.conversation is msgspec.UNSET:
+        return await call_once(agent, run_id, case)
+
+    async def ask_user(transcript: list[dict[str, Any]]) -> NextUserTurn:
+        return await client.next_user_turn(run_id, case.test_case_id, 1, transcript)
+
+    return await play_conversation(agent, run_id, case, ask_user)
 
 
 async def _follow_to_end(client: AgentLassoClient, run_id: str) -> ResultsAnswer:
@@ -116,7 +145,7 @@ async def _call_and_post(
     async def one(case: RunTestCase) -> ResultToPost:
         async with limit:
             try:
-                return await agent(run_id, case)
+                return await play_case(client, agent, run_id, case)
             except Exception as exc:  # one case's failure must not end the whole gate
                 return failed(case.test_case_id, f"the agent call failed: {exc!r}")
 

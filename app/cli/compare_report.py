@@ -287,7 +287,13 @@ def _listed_case(
     """A case as the comment lists it: named, with its failed checks, linked to its card."""
     text = texts.get(test_case_id)
     failed = [
-        FailedCheck(id=check.id, type=check.type, severity=check.severity, detail=check.detail)
+        FailedCheck(
+            id=check.id,
+            type=check.type,
+            severity=check.severity,
+            detail=check.detail,
+            turn=None if check.turn is msgspec.UNSET else check.turn,
+        )
         for check in (result.check_results if result is not None else [])
         if check.status != "passed"
     ]

@@ -14,6 +14,7 @@ import msgspec
 
 from agentlasso.client import Counts, GradedResult, JudgeUsage, RunGate, case_card_url, trial_of
 from agentlasso.config import load_client_settings
+from agentlasso.domain.grades import CheckResult
 
 # Characters XML 1.0 cannot carry: an agent's reply may contain any of them.
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -103,12 +104,15 @@ def case_lines(result: GradedResult, names: Mapping[str, str]) -> list[str]:
     name = case_name(result, names)
     title = f"{result.test_case_id} ({name})" if name else result.test_case_id
     lines = [f"{label(result)} {title}: {result.judge_reasoning}"]
-    for check in result.check_results:
-        if check.status != "passed":
-            lines.append(
-                f"    {check.id} {check.type} ({check.severity}, {check.status}): {check.detail}"
-            )
+    lines += [f"    {check_line(c)}" for c in result.check_results if c.status != "passed"]
     return lines
+
+
+def check_line(check: CheckResult) -> str:
+    """A check that did not pass, with its turn when it is a conversation's turn check:
+    `turn 3: c4 tool_called (critical, failed): stripe.refund was never called ...`."""
+    turn = "" if check.turn is msgspec.UNSET else f"turn {check.turn}: "
+    return f"{turn}{check.id} {check.type} ({check.severity}, {check.status}): {check.detail}"
 
 
 def percent(value: float | None) -> str:
@@ -167,11 +171,7 @@ def _testcase(
     if not (result.graded and result.pass_fail):
         tag = "skipped" if not result.graded else "failure"
         element = ElementTree.SubElement(case, tag, message=_xml_text(result.judge_reasoning))
-        details = [
-            f"{c.id} {c.type} ({c.severity}, {c.status}): {c.detail}"
-            for c in result.check_results
-            if c.status != "passed"
-        ]
+        details = [check_line(c) for c in result.check_results if c.status != "passed"]
         if card is not None:
             # GitLab shows only a failure's (or skip's) text, so the card is named there too.
             details.append(f"Case card: {card}")

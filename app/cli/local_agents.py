@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Any, Protocol
 
 import httpx
@@ -18,10 +19,18 @@ from agentlasso.client import ResultToPost, RunTestCase
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
-class AgentCaller(Protocol):
-    """Something that runs the agent on one case."""
+class AgentAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """One call to the agent: its JSON answer (an object), or why there is none."""
 
-    async def __call__(self, run_id: str, case: RunTestCase) -> ResultToPost: ...
+    reply: dict[str, Any] | None = None
+    error: str | None = None
+    latency_ms: int | None = None
+
+
+class AgentCaller(Protocol):
+    """Something that sends the agent one request body and reads its answer."""
+
+    async def exchange(self, body: dict[str, Any]) -> AgentAnswer: ...
 
 
 def request_body(run_id: str, case: RunTestCase) -> dict[str, Any]:
@@ -36,18 +45,26 @@ def request_body(run_id: str, case: RunTestCase) -> dict[str, Any]:
     }
 
 
-def result_from_reply(test_case_id: str, raw: bytes) -> ResultToPost:
-    """The agent's JSON answer as a result; an unreadable answer is the case's failure."""
+def read_reply(raw: bytes) -> AgentAnswer:
+    """The agent's JSON answer; an unreadable one is the call's failure."""
     try:
         reply = msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
-        return failed(test_case_id, f"the agent's answer is not JSON ({exc})")
+        return AgentAnswer(error=f"the agent's answer is not JSON ({exc})")
     if not isinstance(reply, dict):
-        return failed(test_case_id, "the agent's answer is not a JSON object")
+        return AgentAnswer(error="the agent's answer is not a JSON object")
+    return AgentAnswer(reply=reply)
+
+
+async def call_once(agent: AgentCaller, run_id: str, case: RunTestCase) -> ResultToPost:
+    """A single-turn case: one call, its answer as the result."""
+    answer = await agent.exchange(request_body(run_id, case))
+    if answer.reply is None:
+        return failed(case.test_case_id, answer.error or "the agent call failed")
     return ResultToPost(
-        test_case_id=test_case_id,
-        actual_output=reply.get("output", msgspec.UNSET),
-        actual_tool_calls=reply.get("tool_calls", msgspec.UNSET),
+        test_case_id=case.test_case_id,
+        actual_output=answer.reply.get("output", msgspec.UNSET),
+        actual_tool_calls=answer.reply.get("tool_calls", msgspec.UNSET),
     )
 
 
@@ -56,32 +73,44 @@ def failed(test_case_id: str, error: str) -> ResultToPost:
     return ResultToPost(test_case_id=test_case_id, agent_error=error)
 
 
+def _timed(answer: AgentAnswer, started: float) -> AgentAnswer:
+    latency_ms = round((time.monotonic() - started) * 1000)
+    return msgspec.structs.replace(answer, latency_ms=latency_ms)
+
+
 class HttpAgent:
-    """POSTs each case to an HTTP endpoint."""
+    """POSTs each request to an HTTP endpoint."""
 
     def __init__(self, http: httpx.AsyncClient, url: str, timeout_s: float) -> None:
         self.http, self.url, self.timeout_s = http, url, timeout_s
 
-    async def __call__(self, run_id: str, case: RunTestCase) -> ResultToPost:
+    async def exchange(self, body: dict[str, Any]) -> AgentAnswer:
+        """One POST: the answer, or why there is none."""
+        started = time.monotonic()
         try:
             async with asyncio.timeout(self.timeout_s):
-                response = await self.http.post(self.url, json=request_body(run_id, case))
+                response = await self.http.post(self.url, json=body)
         except TimeoutError:
-            return failed(case.test_case_id, f"the agent call timed out after {self.timeout_s:g} s")
+            error = f"the agent call timed out after {self.timeout_s:g} s"
+            return _timed(AgentAnswer(error=error), started)
         except httpx.HTTPError as exc:
-            return failed(case.test_case_id, f"the agent call failed: {type(exc).__name__} {exc}")
+            error = f"the agent call failed: {type(exc).__name__} {exc}"
+            return _timed(AgentAnswer(error=error), started)
         if not response.is_success:
-            return failed(case.test_case_id, f"the agent answered HTTP {response.status_code}")
-        return result_from_reply(case.test_case_id, response.content)
+            error = f"the agent answered HTTP {response.status_code}"
+            return _timed(AgentAnswer(error=error), started)
+        return _timed(read_reply(response.content), started)
 
 
 class CommandAgent:
-    """Runs a shell command per case: the request on stdin, the answer on stdout."""
+    """Runs a shell command per request: the request on stdin, the answer on stdout."""
 
     def __init__(self, command: str, timeout_s: float) -> None:
         self.command, self.timeout_s = command, timeout_s
 
-    async def __call__(self, run_id: str, case: RunTestCase) -> ResultToPost:
+    async def exchange(self, body: dict[str, Any]) -> AgentAnswer:
+        """One run of the command: its answer, or why there is none."""
+        started = time.monotonic()
         process = await asyncio.create_subprocess_shell(
             self.command,
             stdin=asyncio.subprocess.PIPE,
@@ -91,19 +120,15 @@ class CommandAgent:
         )
         try:
             async with asyncio.timeout(self.timeout_s):
-                stdout, stderr = await process.communicate(
-                    msgspec.json.encode(request_body(run_id, case))
-                )
+                stdout, stderr = await process.communicate(msgspec.json.encode(body))
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await process.wait()
-            return failed(
-                case.test_case_id, f"the agent command timed out after {self.timeout_s:g} s"
-            )
+            error = f"the agent command timed out after {self.timeout_s:g} s"
+            return _timed(AgentAnswer(error=error), started)
         if process.returncode != 0:
             tail = stderr.decode("utf-8", "replace").strip()[-300:]
-            return failed(
-                case.test_case_id, f"the agent command exited with {process.returncode}: {tail}"
-            )
-        return result_from_reply(case.test_case_id, stdout)
+            error = f"the agent command exited with {process.returncode}: {tail}"
+            return _timed(AgentAnswer(error=error), started)
+        return _timed(read_reply(stdout), started)

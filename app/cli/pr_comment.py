@@ -70,6 +70,8 @@ class FailedCheck(msgspec.Struct, frozen=True, kw_only=True):
     type: str
     severity: str
     detail: str
+    # A conversation's turn check: the turn it grades.
+    turn: int | None = None
 
 
 class ComparedCase(msgspec.Struct, frozen=True, kw_only=True):
@@ -189,6 +191,8 @@ def _check_line(check: FailedCheck) -> str:
     name = PRODUCT_NAMES.get(check.type) or _text(check.type, ID_CHARS)
     detail = _text(check.detail, DETAIL_CHARS)
     line = f"{name} ({_text(check.severity, ID_CHARS)}, check {_id(check.id)})"
+    if check.turn is not None:
+        line = f"turn {check.turn}: {line}"
     return f"{line}: {detail}" if detail else line
 
 

@@ -2,16 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from agentlasso.domain.agent_calls import Attempt
+from agentlasso.domain.conversations import EndedBy, TurnRecord, UserMessage
 from agentlasso.domain.grades import CheckResult, UngradedItem
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.schemas.runs import RunGate
 
 Outcome = Literal["passed", "failed", "not_graded"]
+
+
+class PostedTurn(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """One turn of a conversation as a CI client posts it (contract section 13); a field left
+    UNSET was not reported."""
+
+    actual_output: Any = msgspec.UNSET
+    actual_tool_calls: Any = msgspec.UNSET
+    latency_ms: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    # The call to the agent failed at this turn, and why: the conversation stopped there.
+    error: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
+    # The user message of this turn: the scripted turn's when left out; required past the
+    # script (the simulated user's message).
+    user: UserMessage | msgspec.UnsetType = msgspec.UNSET
+
+
+class NextUserTurn(msgspec.Struct, kw_only=True):
+    """POST /eval-runs/{id}/next-user-turn's answer as a CI client reads it: the simulated
+    user's next message (None when it is done), and why."""
+
+    user: str | None
+    done: bool
+    reason: str = ""
 
 
 class GradedResult(msgspec.Struct, kw_only=True):
@@ -58,6 +84,9 @@ class StoredResult(GradedResult, kw_only=True):
     actual_output: Any = msgspec.UNSET
     actual_tool_calls: Any = msgspec.UNSET
     agent_call: AgentCall | None = None
+    # A conversation's result only: its turns as they ran, and how it ended.
+    turns: tuple[TurnRecord, ...] | msgspec.UnsetType = msgspec.UNSET
+    ended_by: EndedBy | msgspec.UnsetType = msgspec.UNSET
     # The case's trials in this run taken together: some passed (pass@k), all passed (pass^k),
     # they disagree (flaky).
     pass_at_k: bool | None = None

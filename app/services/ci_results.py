@@ -13,6 +13,7 @@ from agentlasso.coordination.run_watch import Subscription
 from agentlasso.db import case_results, pinned_cases
 from agentlasso.db import runs as run_rows
 from agentlasso.domain.case_results import NewResult, Reported, StoredResult
+from agentlasso.domain.conversations import MAX_SCRIPTED_TURNS, MAX_SIMULATED_TURNS, EndedBy
 from agentlasso.domain.grades import CaseResult
 from agentlasso.domain.runs import ChunkRef, Counters, Run
 from agentlasso.domain.stored_text import nul_problems
@@ -20,7 +21,9 @@ from agentlasso.domain.test_cases import PinnedCase
 from agentlasso.errors import FieldError, InvalidInput, NotFound
 from agentlasso.off_loop import off_loop_when_many
 from agentlasso.queue import enqueue_quietly
-from agentlasso.services import judge_settings
+from agentlasso.schemas.run_results import PostedTurn
+from agentlasso.services import ci_conversations, judge_settings
+from agentlasso.services.ci_conversations import PostedConversation
 from agentlasso.services.grading_pool import batch_budget_s, grade_off_loop
 from agentlasso.services.platform import Platform
 from agentlasso.services.recording import BatchRecording, Reply, grade, store
@@ -41,11 +44,35 @@ class PostedResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     actual_output: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     actual_tool_calls: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     # An extension for clients like `agentlasso ci`: the call to the agent failed, and why.
+    # For a conversation: it could not be played out (its turns so far may come with it), and
+    # it is not graded, with this reason.
     agent_error: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
+    # A conversation case's result (contract section 13): each turn, and how it ended.
+    turns: (
+        Annotated[
+            tuple[PostedTurn, ...],
+            msgspec.Meta(max_length=MAX_SCRIPTED_TURNS + MAX_SIMULATED_TURNS),
+        ]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+    ended_by: EndedBy | msgspec.UnsetType = msgspec.UNSET
 
     def reported(self) -> Reported:
         """What the agent did, as posted."""
         return Reported(actual_output=self.actual_output, actual_tool_calls=self.actual_tool_calls)
+
+    def conversation(self) -> PostedConversation:
+        """What it says about a conversation, with the single-turn fields it also holds."""
+        single = (
+            ("actual_output", self.actual_output),
+            ("actual_tool_calls", self.actual_tool_calls),
+        )
+        return PostedConversation(
+            turns=self.turns,
+            ended_by=self.ended_by,
+            single_turn_fields=tuple(name for name, value in single if value is not msgspec.UNSET),
+            unplayed=self.agent_error,
+        )
 
 
 class GradedCase(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -88,7 +115,17 @@ def batch_problems(results: list[PostedResult]) -> list[FieldError]:
 
 
 def posted_reply(case: PinnedCase, posted: PostedResult) -> Reply:
-    """A posted result as the recording path takes it: what it reports, decoded to grade."""
+    """A posted result as the recording path takes it: what it reports, decoded to grade; a
+    conversation's turns as the conversation played."""
+    conversation = case.content.conversation
+    if conversation is not None:
+        played = ci_conversations.played_of(conversation, posted.conversation())
+        return Reply(
+            case=case, trial=1, actual_output=msgspec.UNSET, actual_tool_calls=msgspec.UNSET,
+            reported=ci_conversations.reported_of(played),
+            agent_error=ci_conversations.agent_error_of(played),
+            played=played,
+        )  # fmt: skip
     return Reply(
         case=case, trial=1, actual_output=_read(posted.actual_output),
         actual_tool_calls=_read(posted.actual_tool_calls), reported=posted.reported(),
@@ -184,6 +221,16 @@ def _grade_batch(
     missing = _not_in_run(results, parsed, pinned)
     if missing:
         raise InvalidInput(f"{len(missing)} posted test case(s) are not in this run.", missing)
+    wrong_kind = [
+        problem
+        for index, (posted, case_id) in enumerate(zip(results, parsed, strict=True))
+        if case_id is not None
+        for problem in ci_conversations.kind_problems(
+            f"/results/{index}", pinned[case_id], posted.conversation()
+        )
+    ]
+    if wrong_kind:
+        raise InvalidInput("Some posted results do not fit their cases.", wrong_kind)
     graded: list[GradedCase] = []
     new_results: list[NewResult] = []
     for posted, case_id in zip(results, parsed, strict=True):

@@ -90,13 +90,20 @@ def prepare_content(content: TestCaseContent) -> TestCaseContent:
 
 def regex_warnings(content: TestCaseContent) -> list[ContentWarning]:
     """Regular expressions that do not compile: accepted, but they will fail when graded."""
+    placed = [(f"/checks/{index}", check) for index, check in enumerate(content.checks or ())]
+    if content.conversation is not None:
+        placed += [
+            (f"/conversation/turns/{turn}/checks/{index}", check)
+            for turn, scripted in enumerate(content.conversation.turns)
+            for index, check in enumerate(scripted.checks)
+        ]
     warnings: list[ContentWarning] = []
-    for index, check in enumerate(content.checks or ()):
+    for at, check in placed:
         if isinstance(check, OutputContains | OutputNotContains) and check.regex:
             error = regex_compile_error(check.value)
             if error is not None:
                 detail = f"The regular expression does not compile ({error}); it fails when graded."
-                warnings.append(ContentWarning(check.id or "", f"/checks/{index}/value", detail))
+                warnings.append(ContentWarning(check.id or "", f"{at}/value", detail))
     return warnings
 
 
