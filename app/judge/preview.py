@@ -16,7 +16,8 @@ from agentlasso.config import Settings
 from agentlasso.domain.grades import JudgeVerdict, Observation
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.test_cases import TestCaseContent
-from agentlasso.grading import judge_requests
+from agentlasso.grading import Answer, verdicts_needed
+from agentlasso.grading.conversation import whole_observation
 
 if TYPE_CHECKING:
     import asyncpg
@@ -42,13 +43,16 @@ class PreviewJudge:
         self,
         project_id: UUID,
         content: TestCaseContent,
-        observation: Observation,
+        answer: Answer,
         context: dict[str, Any] | None,
     ) -> tuple[Mapping[str, JudgeVerdict], list[JudgeRecord]]:
-        """Every verdict grading this reply needs, asked now; with what each cost."""
-        requests = judge_requests(content, observation)
+        """Every verdict grading this reply (or played conversation) needs, asked now; with
+        what each cost."""
+        requests = verdicts_needed(content, answer)
         if not requests:
             return {}, []
+        # A conversation's requests carry the transcript and the reply they judge.
+        observation = answer if isinstance(answer, Observation) else whole_observation(answer)
         judge, clients = self._open()
         from agentlasso.judge.calls import RunJudging
 

@@ -43,11 +43,11 @@ def preview(
 ) -> CaseResult:
     """The grade the case would get for this reply and these tool calls (UNSET: not reported)."""
     observation = observation_from_wire(actual_output, actual_tool_calls)
-    verdicts = _unavailable(judge_requests(content, observation), PREVIEW_NO_JUDGE)
+    verdicts = unavailable_verdicts(judge_requests(content, observation), PREVIEW_NO_JUDGE)
     return grade_case(content, observation, verdicts, out_of_time)
 
 
-def _unavailable(requests: Sequence[JudgeRequest], reason: str) -> dict[str, JudgeVerdict]:
+def unavailable_verdicts(requests: Sequence[JudgeRequest], reason: str) -> dict[str, JudgeVerdict]:
     """A verdict for each judged check saying why the judge was not asked."""
     unavailable = JudgeVerdict.unavailable(reason)
     return {request.check_id: unavailable for request in requests}
@@ -165,7 +165,7 @@ async def _judged(
         )
         judge_s = time.perf_counter() - started
     else:
-        verdicts = _unavailable(requests, NO_JUDGE)
+        verdicts = unavailable_verdicts(requests, NO_JUDGE)
     result = await grade_off_loop(
         lambda out_of_time: grade_case(prepared, observation, verdicts, out_of_time),
         platform.settings.grading_budget_s,
