@@ -18,7 +18,11 @@ import pytest
 import pytest_asyncio
 
 from agentlasso.config import Settings
+from agentlasso.domain.conversations import Message, SimulatedUser, UserTurn
+from agentlasso.domain.judging import Usage
+from agentlasso.judge.model_calls import JudgeSettings
 from agentlasso.judge.prompt_data import unescaped_data
+from agentlasso.judge.simulated_user import SimulatedUserPlayer
 from tests.support.api import create_case, create_dataset, register_agent
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key
@@ -315,3 +319,30 @@ async def test_without_a_key_it_is_a_409_saying_how_to_set_one(
         transcript = [{"role": "user", "content": "Refund 1234."}]
         response = await ask(keyless, run_id, test_case_id=case_id, transcript=transcript)
         assert "Anthropic API key" in assert_problem(response, 409)["detail"]
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-5-5", "claude-haiku-4-5"])
+async def test_the_player_retries_an_overload_as_the_judge_does(
+    fake: FakeAnthropic, settings: Settings, model: str
+) -> None:
+    who = persona()
+    chosen = JudgeSettings(
+        api_key=FAKE_API_KEY, model=model, base_url=fake.base_url, backoff_base_s=0.01
+    )
+    player = SimulatedUserPlayer(chosen, settings.judge_prices)
+    fake.when(who, overloaded(), user_goes_on("Still waiting.", "Pressing."), goal_reached("Done."))
+    simulated = SimulatedUser(persona=who, goal=GOAL)
+    try:
+        first = await player.ask(simulated, (Message(role="user", content="Refund 1234."),))
+        done = await player.next_turn(simulated, ())
+    finally:
+        await player.aclose()
+    usage = Usage(input_tokens=USAGE["input_tokens"], output_tokens=USAGE["output_tokens"])
+    assert first.turn == UserTurn(
+        user="Still waiting.", done=False, reason="Pressing.", usage=usage, model=model
+    )
+    assert first.calls == 2 and first.cost_usd is not None and first.cost_usd > 0
+    assert done == UserTurn(user=None, done=True, reason="Done.", usage=usage, model=model)
+    # The model without structured outputs was asked through the forced tool.
+    forced = [r.forced_tool is not None for r in asked_with(fake, who)]
+    assert forced == [model == "claude-haiku-4-5"] * 3
