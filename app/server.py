@@ -30,6 +30,7 @@ from agentlasso.api.run_results import PostedResultsController, RunResultsContro
 from agentlasso.api.runs import RunController
 from agentlasso.api.test_cases import DatasetTestCaseController, TestCaseController
 from agentlasso.api.traces import TraceController, TraceSettingsController, otlp_router
+from agentlasso.api.user_turns import UserTurnController
 from agentlasso.config import Settings, load_settings
 from agentlasso.coordination.rate_limits import TokenBucket
 from agentlasso.coordination.run_watch import RunWatcher
@@ -152,6 +153,7 @@ def api_router() -> Router:
             TraceController,
             TraceSettingsController,
             WorkerController,
+            UserTurnController,
         ],
         guards=[require_api_key],
         before_request=read_bodies_strictly,

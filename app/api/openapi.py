@@ -68,7 +68,16 @@ _MODEL_AWAY = (
     "409 saying so."
 )
 # What a status means for one operation, where it means more than MEANINGS says.
-OWN_MEANINGS = {("generateCases", 503): _MODEL_AWAY, ("regenerateCaseDraft", 503): _MODEL_AWAY}
+OWN_MEANINGS = {
+    ("generateCases", 503): _MODEL_AWAY,
+    ("regenerateCaseDraft", 503): _MODEL_AWAY,
+    ("nextUserTurn", 503): (
+        "The simulated user's model could not be asked (unreachable, overloaded, too slow, a "
+        "refused key, an unusable answer after the retries, or the server's budget for the "
+        "project spent), or the server is busy: the detail says why. Record the conversation "
+        "as not graded with it."
+    ),
+}
 # Every /api/v1 operation may answer these: authentication, rates, a busy server.
 EVERY_OPERATION = (401, 429, 503)
 _BODY = (400, 413, 422)
@@ -118,6 +127,7 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "acceptCaseDraft": (*_BODY, 404, 409),
     "rejectCaseDraft": (404, 409),
     "regenerateCaseDraft": (404, 409),
+    "nextUserTurn": (*_BODY, 404, 409),
 }
 
 

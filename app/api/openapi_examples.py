@@ -48,6 +48,18 @@ BODY_EXAMPLES: dict[str, Any] = {
     "previewChecks": {"input": _CASE["input"], "checks": _CHECKS, **_REPLY},
     "createRun": {"dataset_id": _SOME_ID, "pass_threshold": 0.95, "labels": {"branch": "main"}},
     "postRunResults": {"run_id": _SOME_ID, "results": [{"test_case_id": _SOME_ID, **_REPLY}]},
+    "nextUserTurn": {
+        "test_case_id": _SOME_ID,
+        "trial": 1,
+        "transcript": [
+            {"role": "user", "content": "I want to return the kettle I bought."},
+            {
+                "role": "assistant",
+                "content": "Which order was it on?",
+                "tool_calls": [{"name": "orders.search", "arguments": {"item": "kettle"}}],
+            },
+        ],
+    },
     "updateJudgeSettings": {"model": "claude-sonnet-5-5"},
     "generateCases": {
         "system_prompt": "You are the support agent of an online shop. Never promise refunds.",

@@ -48,6 +48,7 @@ LINKS: dict[str, tuple[str, dict[str, Follow]]] = {
             "getRun", "runEvents", "cancelRun", "listRunResults", "compareRuns",
         )},
         "postRunResults": Follow({}, {"run_id": "$response.body#/run_id"}),
+        "nextUserTurn": Follow(_RUN, {"test_case_id": "$response.body#/test_cases/0/test_case_id"}),
     }),
     "generateCases": ("201", {
         name: Follow(_DRAFT)

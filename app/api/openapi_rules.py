@@ -21,8 +21,9 @@ from agentlasso.traces.otlp_json import OTLP_JSON_REQUEST
 
 JSON_WITHOUT_NUL = "JsonWithoutNul"
 _JSON_REF = {"$ref": f"#/components/schemas/{JSON_WITHOUT_NUL}"}
-# Request bodies whose text is sent on, never stored: they may hold U+0000.
-SENT_ON_AS_IS = frozenset({"InvokeRequest"})
+# Request bodies whose text is sent on (to an agent, to the simulated user's model), never
+# stored: they may hold U+0000.
+SENT_ON_AS_IS = frozenset({"InvokeRequest", "UserTurnAsk"})
 # A string already this exact needs no pattern (and may not take one beside its own).
 _EXACT = frozenset({"pattern", "enum", "const", "format"})
 _ID_SUFFIX = "_id"

@@ -6,7 +6,8 @@ structured-output schema, forced tools refused on the newest models), answers in
 response shape, and records every request. Each request takes the next step of its script:
 scripts keyed by a marker in the prompt first, then the ordered script, then the default
 (a valid verdict in the format the request asked for; for case generation, a plan crossing
-the kinds of case with the agent's tools, and a valid case for each slot).
+the kinds of case with the agent's tools, and a valid case for each slot; for a simulated user,
+its next message).
 
     with FakeAnthropic() as fake:
         fake.script(rate_limited("1"), passed())
@@ -403,12 +404,47 @@ def malformed_case() -> Step:
 
 
 def default_answer(request: Request) -> Answer:
-    """A generation's plan or case when it is one, else a valid verdict."""
+    """A generation's plan or case, or a simulated user's next message, when it is one; else a
+    valid verdict."""
+    if is_user_turn_request(request):
+        return user_goes_on()(request)
     if is_plan_request(request):
         return generation_plan(request)
     if is_case_request(request):
         return generated_case()(request)
     return default_verdict(request)
+
+
+# --- playing the user: the next message of a conversation, or that it is done ---------------
+
+# What the default simulated user says when it goes on.
+SIMULATED_MESSAGE = "Thanks. Can you check that again for me, please?"
+
+
+def is_user_turn_request(request: Request) -> bool:
+    """A simulated user's request (its schema asks for a status and the next message)."""
+    properties = request.schema.get("properties") or {}
+    return "status" in properties and "message" in properties
+
+
+def user_goes_on(message: str = SIMULATED_MESSAGE, reason: str = "Pressing for an answer.") -> Step:
+    """The simulated user writes its next message."""
+    return answer_with({"reason": reason, "status": "continue", "message": message})
+
+
+def goal_reached(reason: str = "The agent refunded the order.") -> Step:
+    """The simulated user's goal is reached: it is done."""
+    return answer_with({"reason": reason, "status": "goal_reached", "message": ""})
+
+
+def goal_out_of_reach(reason: str = "The agent cannot refund this order.") -> Step:
+    """The simulated user's goal is out of reach: it is done."""
+    return answer_with({"reason": reason, "status": "goal_out_of_reach", "message": ""})
+
+
+def user_without_message() -> Step:
+    """Unusable: the simulated user goes on but writes nothing."""
+    return answer_with({"reason": "Going on.", "status": "continue", "message": "  "})
 
 
 # --- request checks, as the real API makes them ------------------------------------------------
