@@ -10,8 +10,6 @@ its attempt number, as its results were never stored).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -31,22 +29,8 @@ from agentlasso.domain.case_results import Reported
 from agentlasso.domain.conversations import Message, PlayedConversation
 from agentlasso.services.recording import CaseTrial, Reply
 
-# Where the model-backed simulated user lives, looked up by name so that this seam works
-# before (and without) it: `player_for(judge client) -> NextUser | None`.
-SIMULATED_USER_MODULE = "agentlasso.judge.simulated_user"
-
 # (body, turn number) -> the agent's answer; the lane's slots and pacing are the caller's.
 CallAgent = Callable[[dict[str, Any], int], Awaitable[AgentCallResult]]
-
-
-def simulated_user_player(judge_client: object | None) -> NextUser | None:
-    """The model that plays the simulated user for a run judged by this client, if any."""
-    if judge_client is None or importlib.util.find_spec(SIMULATED_USER_MODULE) is None:
-        return None
-    player: NextUser | None = importlib.import_module(SIMULATED_USER_MODULE).player_for(
-        judge_client
-    )
-    return player
 
 
 async def play_case(

@@ -33,7 +33,7 @@ from agentlasso.observability.logs import bind_log_context, log_context
 from agentlasso.queue import enqueue_quietly
 from agentlasso.services.recording import CaseTrial, ChunkRecording, Reply, record_chunk
 from agentlasso.services.run_settling import settle_run
-from agentlasso_workers.conversations import play_case, simulated_user_player
+from agentlasso_workers.conversations import play_case
 from agentlasso_workers.judge_chunks import judge_chunk
 from agentlasso_workers.state import WorkerState
 
@@ -280,7 +280,11 @@ async def _plan(state: WorkerState, run_id: UUID) -> RunPlan | None:
         target=target_for(state.secret_key, agent),
         context=(dataset.data_context if dataset else None) or {},
         judge_configured=judge_client is not None,
-        next_user=simulated_user_player(judge_client),
+        next_user=(
+            None
+            if state.simulated_users is None
+            else await state.simulated_users.for_project(run.project_id)
+        ),
     )
 
 

@@ -25,6 +25,7 @@ from agentlasso.services.operations import refresh_queue_gauges
 from agentlasso.traces.trace_limits import trace_limits
 from agentlasso_workers.lane_balance import LoadBoard
 from agentlasso_workers.lanes import run_lane as run_lane_service
+from agentlasso_workers.simulated_users import SimulatedUsers
 from agentlasso_workers.state import WorkerState
 from agentlasso_workers.trace_reading import delete_expired_traces, read_waiting_traces
 from agentlasso_workers.upkeep import (
@@ -73,6 +74,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     )  # fmt: skip
     require_priced_model(settings)
     state.judge = build_judge(settings, state.pool, state.limiter, state.redis)
+    state.simulated_users = SimulatedUsers(settings, state.judge_clients, state.judge)
     ctx["state"] = state
     # Every job started from here on logs which worker ran it.
     bind_log_context(worker_id=state.worker_id)
@@ -120,6 +122,8 @@ async def shutdown(ctx: dict[str, Any]) -> None:
             await ctx["load_board"].leave(state.worker_id)
         await state.agent_client.aclose()
         await state.judge_clients.aclose()
+        if state.simulated_users is not None:
+            await state.simulated_users.aclose()
         try:
             await asyncio.wait_for(state.pool.close(), POOL_CLOSE_S)
         except TimeoutError:  # a query stuck past the grace period: the pod is going anyway

@@ -24,6 +24,7 @@ from agentlasso.judge.calls import Judge
 from agentlasso.judge.keys import JudgeClients
 from agentlasso.queue import QueueConnection
 from agentlasso_workers.fair_slots import FairSlots
+from agentlasso_workers.simulated_users import SimulatedUsers
 
 log = logging.getLogger("agentlasso.lanes")
 
@@ -55,6 +56,8 @@ class WorkerState:
         # Set at start-up; which key and model judge a run is the project's (agentlasso.judge.keys).
         self.judge = judge
         self.judge_clients = JudgeClients(settings, pool, secret_key)
+        # Who plays the user in conversations; set at start-up with the judge.
+        self.simulated_users: SimulatedUsers | None = None
         self.secret_key = secret_key
         self.host = socket.gethostname()
         self.pid = os.getpid()

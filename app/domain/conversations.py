@@ -117,6 +117,8 @@ class UserTurn(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     # Set when the model could not be asked, or its answer was unusable after the retries:
     # the conversation is then not graded, with this reason (never passed).
     failure: str | None = None
+    # What asking cost, when the asker priced it (None: no price known, or not priced).
+    cost_usd: float | None = None
 
 
 def transcript(turns: tuple[TurnRecord, ...]) -> tuple[Message, ...]:

@@ -161,9 +161,26 @@ async def store(
     if not await recording.hold(connection, run_id):
         return None
     written = await recording.write(connection, run_id, rows)
-    await run_counts.add(connection, run_id, written.counts)
+    await run_counts.add(connection, run_id, written.counts, simulated_spend(rows))
     judge_work = await _judge_chunks(connection, run_id, written.judging, recording.judge_chunk)
     return Recorded(await recording.announce(connection, run_id), judge_work)
+
+
+def simulated_spend(rows: Sequence[NewResult]) -> JudgeSpend | None:
+    """What the simulated users of these conversations cost, counted in the run's judge spend
+    (they ask the judge's model); None when no row played one. A CI client's simulated user
+    is counted by the endpoint that asks it, so its rows carry no usage."""
+    spends = [row.simulated_usage for row in rows if row.simulated_usage is not None]
+    if not spends:
+        return None
+    return JudgeSpend(
+        calls=sum(spend.calls for spend in spends),
+        input_tokens=sum(spend.usage.input_tokens for spend in spends),
+        output_tokens=sum(spend.usage.output_tokens for spend in spends),
+        cache_read_tokens=sum(spend.usage.cache_read_input_tokens for spend in spends),
+        cache_write_tokens=sum(spend.usage.cache_creation_input_tokens for spend in spends),
+        cost_usd=sum(spend.cost_usd or 0.0 for spend in spends),
+    )
 
 
 async def _judge_chunks(

@@ -16,7 +16,7 @@ from agentlasso.domain.conversations import (
 )
 from agentlasso.domain.test_cases import PinnedCase, TestCaseContent
 from agentlasso.services.recording import CaseTrial, answer_of
-from agentlasso_workers.conversations import played_reply, simulated_user_player
+from agentlasso_workers.conversations import played_reply
 
 CONTENT = TestCaseContent(
     conversation=Conversation(turns=(ScriptedTurn(user="a"), ScriptedTurn(user="b")))
@@ -57,7 +57,3 @@ def test_a_failed_turn_is_the_reply_s_error_by_its_turn() -> None:
     assert reply.reported.actual_output is msgspec.UNSET
     assert reply.reported.actual_tool_calls is msgspec.UNSET
     assert reply.agent_call is not None and reply.agent_call.attempts[0].status == 500
-
-
-def test_no_judge_client_means_no_simulated_user() -> None:
-    assert simulated_user_player(None) is None
