@@ -8,7 +8,7 @@ costs a process some 77 MB, so an API that never previews a judged case never lo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -16,7 +16,7 @@ from agentlasso.config import Settings
 from agentlasso.domain.grades import JudgeVerdict, Observation
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.test_cases import TestCaseContent
-from agentlasso.grading import judge_requests
+from agentlasso.grading import JudgeRequest, judge_requests
 
 if TYPE_CHECKING:
     import asyncpg
@@ -44,9 +44,11 @@ class PreviewJudge:
         content: TestCaseContent,
         observation: Observation,
         context: dict[str, Any] | None,
+        requests: Sequence[JudgeRequest] | None = None,
     ) -> tuple[Mapping[str, JudgeVerdict], list[JudgeRecord]]:
-        """Every verdict grading this reply needs, asked now; with what each cost."""
-        requests = judge_requests(content, observation)
+        """Every verdict grading this reply needs (or these requests: a conversation's), asked
+        now; with what each cost."""
+        requests = judge_requests(content, observation) if requests is None else requests
         if not requests:
             return {}, []
         judge, clients = self._open()

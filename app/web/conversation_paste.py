@@ -1,0 +1,78 @@
+"""Paste a reply for a conversation case: the pasted transcript read as a played conversation
+and graded as a run would grade it (app/web/transcripts.py says how one is written)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+from uuid import UUID
+
+from agentlasso.domain.conversations import ENDED_IN_WORDS, EndedBy
+from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.errors import FieldError, InvalidInput
+from agentlasso.services.conversation_preview import PlayedPreview, preview_pasted_conversation
+from agentlasso.services.platform import Platform
+from agentlasso.web.case_form import CaseForm
+from agentlasso.web.forms import text
+from agentlasso.web.transcripts import TranscriptProblem, played_from_paste
+
+NO_PLAYER = (
+    "Preview does not play a conversation against your agent yet: paste one under Paste a "
+    "reply to grade it as a run would."
+)
+# How a pasted conversation can have ended (an agent error is not pasted: it has no reply).
+ENDED_CHOICES: list[tuple[str, str]] = [
+    (name, words) for name, words in ENDED_IN_WORDS.items() if name != "error"
+]
+
+
+async def graded(
+    platform: Platform,
+    project_id: UUID,
+    dataset: Dataset,
+    content: TestCaseContent,
+    posted: Mapping[str, Any],
+    action: str,
+) -> PlayedPreview:
+    """The pasted conversation's grade; InvalidInput naming the field when it cannot be read."""
+    conversation = content.conversation
+    assert conversation is not None, "only a conversation case is pasted as a transcript"
+    if action != "paste":
+        raise InvalidInput(NO_PLAYER, [FieldError(pointer="", detail=NO_PLAYER)])
+    ended_by = _ended_by(posted, content)
+    try:
+        played = played_from_paste(
+            text(posted, "pasted_transcript"), len(conversation.turns), ended_by
+        )
+    except TranscriptProblem as exc:
+        problem = FieldError(pointer="/pasted_transcript", detail=str(exc))
+        raise InvalidInput("The transcript is not read.", [problem]) from exc
+    return await preview_pasted_conversation(
+        platform, project_id, content, dataset.data_context, played
+    )
+
+
+def _ended_by(posted: Mapping[str, Any], content: TestCaseContent) -> EndedBy:
+    chosen = text(posted, "pasted_ended_by")
+    if chosen in dict(ENDED_CHOICES):
+        return cast(EndedBy, chosen)
+    return _default_ended_by(content.conversation is not None and _simulated(content))
+
+
+def _simulated(content: TestCaseContent) -> bool:
+    return content.conversation is not None and content.conversation.simulated_user is not None
+
+
+def _default_ended_by(simulated: bool) -> EndedBy:
+    return "simulated_user" if simulated else "script"
+
+
+def fields(form: CaseForm, posted: Mapping[str, Any]) -> dict[str, Any]:
+    """The editor's Paste a reply fields for a conversation, as posted (or their defaults)."""
+    simulated = form.conversation is not None and form.conversation.has_simulated_user
+    return {
+        "pasted_transcript": text(posted, "pasted_transcript"),
+        "pasted_ended_by": text(posted, "pasted_ended_by") or _default_ended_by(simulated),
+        "ended_choices": ENDED_CHOICES,
+    }
