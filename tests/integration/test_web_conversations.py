@@ -284,3 +284,31 @@ async def test_a_conversation_stopped_by_an_agent_error_says_where_on_the_card(
     assert "The agent call failed: HTTP 500 from the agent" in turn_two
     assert "The conversation stopped at turn 2: HTTP 500 from the agent." in turn_two
     assert "How it ended: An agent call failed, which stopped the conversation." in shown
+
+
+async def test_compare_shows_both_transcripts_turn_by_turn(
+    web: httpx.AsyncClient, client: httpx.AsyncClient, database_url: str
+) -> None:
+    dataset = await create_dataset(client)
+    created = await client.post(
+        f"/api/v1/datasets/{dataset['id']}/test-cases", json=CONVERSATION_CASE
+    )
+    case_id = created.json()["id"]
+    baseline = await start_run(client, dataset_id=dataset["id"])
+    await record_conversation(database_url, baseline["run_id"], case_id, played(REFUND))
+    run = await start_run(client, dataset_id=dataset["id"], baseline_run_id=baseline["run_id"])
+    worse = [REFUND[0], (REFUND[1][0], "I cannot refund that.", []), REFUND[2]]
+    await record_conversation(database_url, run["run_id"], case_id, played(worse))
+    page = await web.get(f"/runs/{run['run_id']}/compare")
+    assert page.status_code == 200, page.text
+    shown = shown_text(page.text)
+    assert "A refund over three turns" in shown and "new failure" in shown
+    turns = shown[shown.index("The conversation, turn by turn") :]
+    turn_two = turns[turns.index("Turn 2") : turns.index("Turn 3")]
+    baseline_side = turn_two[: turn_two.index("In this run")]
+    assert "Sorry! I have refunded it." in baseline_side
+    assert "Tool must be called refunded : passed" in baseline_side
+    current_side = turn_two[turn_two.index("In this run") :]
+    assert "I cannot refund that." in current_side
+    assert "Tool must be called refunded : failed" in current_side
+    assert "Tool must be called refunded · turn 2 changed" in shown
