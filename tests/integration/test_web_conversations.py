@@ -5,6 +5,7 @@ run's case card as a chat with the verdicts of each turn beside it."""
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,22 +18,32 @@ from tests.support.api import create_dataset, start_run
 from tests.support.conversation_results import played, record_conversation
 from tests.support.web import browser, path_of, shown_text, signed_in_csrf
 
+LOOKUP = [{"name": "orders.lookup", "arguments": {"order": 1234}}]
+REFUNDED = [{"name": "stripe.refund", "arguments": {"order": 1234}}]
 REFUND = [
-    ("I want a refund for order 1234.", "Let me look it up.", [{"name": "orders.lookup", "arguments": {"order": 1234}}]),
-    ("It arrived broken.", "Sorry! I have refunded it.", [{"name": "stripe.refund", "arguments": {"order": 1234}}]),
+    ("I want a refund for order 1234.", "Let me look it up.", LOOKUP),
+    ("It arrived broken.", "Sorry! I have refunded it.", REFUNDED),
     ("Thanks, when will I see the money?", "Within 3-5 business days.", []),
-]  # fmt: skip
+]
+
+
+def turn(user: str, check: dict[str, Any]) -> dict[str, Any]:
+    return {"user": user, "checks": [check]}
+
+
 CONVERSATION_CASE: dict[str, Any] = {
     "description": "A refund over three turns",
     "conversation": {
         "turns": [
-            {"user": REFUND[0][0], "checks": [{"type": "tool_called", "tool": "orders.lookup", "id": "looked-up"}]},
-            {"user": REFUND[1][0], "checks": [{"type": "tool_called", "tool": "stripe.refund", "id": "refunded"}]},
-            {"user": REFUND[2][0], "checks": [{"type": "output_contains", "value": "business days", "id": "delay"}]},
+            turn(REFUND[0][0], {"type": "tool_called", "tool": "orders.lookup", "id": "looked-up"}),
+            turn(REFUND[1][0], {"type": "tool_called", "tool": "stripe.refund", "id": "refunded"}),
+            turn(
+                REFUND[2][0], {"type": "output_contains", "value": "business days", "id": "delay"}
+            ),
         ],
     },
     "checks": [{"type": "tool_not_called", "tool": "orders.cancel", "id": "never-cancelled"}],
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +84,8 @@ def three_turns(**extra: str) -> dict[str, str]:
 
 
 def error_by(page: str, field: str) -> str:
-    found = re.search(rf'<p class="field-error" id="{re.escape(field)}-(?:error|check)"[^>]*>(.*?)</p>', page, re.S)  # fmt: skip
+    paragraph = rf'<p class="field-error" id="{re.escape(field)}-(?:error|check)"[^>]*>(.*?)</p>'
+    found = re.search(paragraph, page, re.S)
     assert found, f"no error paragraph by the field {field!r}"
     return shown_text(found.group(1))
 
@@ -191,18 +203,18 @@ async def test_a_transcript_as_json_with_a_simulated_users_turn_marks_it_simulat
     person: Person, client: httpx.AsyncClient
 ) -> None:
     dataset = await create_dataset(client)
-    messages = [
-        f'{{"role": "user", "content": "{REFUND[0][0]}"}}',
-        '{"role": "assistant", "content": "Looking.", "tool_calls": [{"name": "orders.lookup", "arguments": {}}]}',
-        f'{{"role": "user", "content": "{REFUND[1][0]}"}}',
-        '{"role": "assistant", "content": "Refunded.", "tool_calls": [{"name": "stripe.refund", "arguments": {}}]}',
-        f'{{"role": "user", "content": "{REFUND[2][0]}"}}',
-        '{"role": "assistant", "content": "In 3 business days."}',
-        '{"role": "user", "content": "Great, bye."}',
-        '{"role": "assistant", "content": "Bye!"}',
-    ]  # fmt: skip
+    messages = json.dumps([
+        {"role": "user", "content": REFUND[0][0]},
+        {"role": "assistant", "content": "Looking.", "tool_calls": LOOKUP},
+        {"role": "user", "content": REFUND[1][0]},
+        {"role": "assistant", "content": "Refunded.", "tool_calls": REFUNDED},
+        {"role": "user", "content": REFUND[2][0]},
+        {"role": "assistant", "content": "In 3 business days."},
+        {"role": "user", "content": "Great, bye."},
+        {"role": "assistant", "content": "Bye!"},
+    ])  # fmt: skip
     fields = three_turns(
-        persona="A customer", goal="A date", pasted_transcript="[" + ",".join(messages) + "]",
+        persona="A customer", goal="A date", pasted_transcript=messages,
         pasted_ended_by="simulated_user", action="paste",
     )  # fmt: skip
     graded = await person.post(f"/datasets/{dataset['id']}/cases/new", fields)
