@@ -15,7 +15,7 @@ from agentlasso.services.conversation_preview import PlayedPreview, preview_past
 from agentlasso.services.platform import Platform
 from agentlasso.web.case_form import CaseForm
 from agentlasso.web.forms import text
-from agentlasso.web.transcripts import TranscriptProblem, played_from_paste
+from agentlasso.web.transcripts import played_from_paste
 
 NO_PLAYER = (
     "Preview does not play a conversation against your agent yet: paste one under Paste a "
@@ -40,28 +40,18 @@ async def graded(
     assert conversation is not None, "only a conversation case is pasted as a transcript"
     if action != "paste":
         raise InvalidInput(NO_PLAYER, [FieldError(pointer="", detail=NO_PLAYER)])
-    ended_by = _ended_by(posted, content)
-    try:
-        played = played_from_paste(
-            text(posted, "pasted_transcript"), len(conversation.turns), ended_by
-        )
-    except TranscriptProblem as exc:
-        problem = FieldError(pointer="/pasted_transcript", detail=str(exc))
-        raise InvalidInput("The transcript is not read.", [problem]) from exc
+    ended_by = _ended_by(posted, conversation.simulated_user is not None)
+    played = played_from_paste(text(posted, "pasted_transcript"), len(conversation.turns), ended_by)
     return await preview_pasted_conversation(
         platform, project_id, content, dataset.data_context, played
     )
 
 
-def _ended_by(posted: Mapping[str, Any], content: TestCaseContent) -> EndedBy:
+def _ended_by(posted: Mapping[str, Any], simulated: bool) -> EndedBy:
     chosen = text(posted, "pasted_ended_by")
     if chosen in dict(ENDED_CHOICES):
         return cast(EndedBy, chosen)
-    return _default_ended_by(content.conversation is not None and _simulated(content))
-
-
-def _simulated(content: TestCaseContent) -> bool:
-    return content.conversation is not None and content.conversation.simulated_user is not None
+    return _default_ended_by(simulated)
 
 
 def _default_ended_by(simulated: bool) -> EndedBy:

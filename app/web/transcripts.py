@@ -24,6 +24,7 @@ from agentlasso.domain.conversations import (
     PlayedConversation,
     TurnRecord,
 )
+from agentlasso.errors import FieldError, InvalidInput
 from agentlasso.web.forms import parsed_json
 
 MOST_TURNS = MAX_SCRIPTED_TURNS + MAX_SIMULATED_TURNS
@@ -31,12 +32,15 @@ _ROLES = {"user": "user", "assistant": "assistant", "agent": "assistant"}
 _TOOL_CALLS = "tool calls:"
 
 
-class TranscriptProblem(Exception):
-    """Why a pasted transcript cannot be read, in words."""
+def _unread(detail: str) -> InvalidInput:
+    """Why the pasted transcript cannot be read, shown beside its field."""
+    return InvalidInput(
+        "The transcript is not read.", [FieldError(pointer="/pasted_transcript", detail=detail)]
+    )
 
 
 def played_from_paste(raw: str, scripted_turns: int, ended_by: EndedBy) -> PlayedConversation:
-    """The pasted transcript as a played conversation; TranscriptProblem when it is not one."""
+    """The pasted transcript as a played conversation; InvalidInput when it is not one."""
     messages = _json_messages(raw) if raw.lstrip().startswith("[") else _line_messages(raw)
     turns: list[TurnRecord] = []
     for index, (role, content, calls) in enumerate(messages, start=1):
@@ -48,7 +52,7 @@ def played_from_paste(raw: str, scripted_turns: int, ended_by: EndedBy) -> Playe
             )
             continue
         if not turns or turns[-1].actual_output is not None:
-            raise TranscriptProblem(
+            raise _unread(
                 f"Message {index} is the agent's, but no user message comes before it: each "
                 "agent message answers the user message just above it."
             )
@@ -59,21 +63,21 @@ def played_from_paste(raw: str, scripted_turns: int, ended_by: EndedBy) -> Playe
             actual_tool_calls=calls,
         )  # fmt: skip
     if not turns:
-        raise TranscriptProblem("Paste at least one user message and the agent's reply.")
+        raise _unread("Paste at least one user message and the agent's reply.")
     if len(turns) > MOST_TURNS:
-        raise TranscriptProblem(f"A conversation has at most {MOST_TURNS} turns.")
+        raise _unread(f"A conversation has at most {MOST_TURNS} turns.")
     return PlayedConversation(turns=tuple(turns), ended_by=ended_by)
 
 
 def _json_messages(raw: str) -> list[tuple[str, Any, Any]]:
     value, problem = parsed_json(raw, want=list)
     if problem:
-        raise TranscriptProblem(f"The transcript is not read: {problem}")
+        raise _unread(f"The transcript is not read: {problem}")
     messages = []
     for index, message in enumerate(value or [], start=1):
         role = _ROLES.get(str(message.get("role", "")).lower())
         if role is None or "content" not in message:
-            raise TranscriptProblem(
+            raise _unread(
                 f'Message {index} needs a "role" ("user" or "assistant") and a "content".'
             )
         messages.append((role, message["content"], message.get("tool_calls") or []))
@@ -90,12 +94,12 @@ def _line_messages(raw: str) -> list[tuple[str, Any, Any]]:
         elif messages and messages[-1][0] == "assistant" and line.lower().startswith(_TOOL_CALLS):
             calls, problem = parsed_json(line[len(_TOOL_CALLS) :], want=list)
             if problem:
-                raise TranscriptProblem(f"The tool calls on line {number} are not read: {problem}")
+                raise _unread(f"The tool calls on line {number} are not read: {problem}")
             messages[-1] = (messages[-1][0], messages[-1][1], calls or [])
         elif messages:
             messages[-1][1].append(line)
         elif line.strip():
-            raise TranscriptProblem(
+            raise _unread(
                 f"Line {number} comes before the first message: start each message with "
                 "User: or Agent:."
             )
