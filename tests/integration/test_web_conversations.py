@@ -123,6 +123,8 @@ async def test_a_conversation_written_in_the_editor_is_saved_with_its_turns_and_
     assert "Turn 3" in shown and "Simulated user" in shown
     assert textarea_text(page.text, "turns-1-user") == REFUND[1][0]
     assert textarea_text(page.text, "persona") == "A hurried customer"
+    listed = shown_text((await person.web.get(f"/datasets/{dataset['id']}")).text)
+    assert f"Conversation, 3 turns: {REFUND[0][0]}" in listed
 
 
 async def test_a_single_turn_case_becomes_a_conversation_and_gains_turns_and_turn_checks(
@@ -284,7 +286,23 @@ async def test_the_case_card_shows_the_conversation_as_a_chat_with_each_turns_ve
     own = shown[shown.index("The conversation's checks") :]
     assert "Tool must NOT be called never-cancelled · critical passed" in own
     assert "How it ended: The last scripted turn was answered." in own
-    assert "Server-Timing" in card.headers or "server-timing" in card.headers
+    assert "server-timing" in card.headers
+
+
+async def test_a_conversations_result_opens_in_the_editor_as_a_transcript_to_grade_again(
+    person: Person, client: httpx.AsyncClient, database_url: str
+) -> None:
+    run_id, case_id = await conversation_run(client, database_url)
+    editor = await person.web.get(f"/cases/{case_id}?reply_from={run_id}")
+    pasted = textarea_text(editor.text, "pasted_transcript")
+    assert json.loads(pasted)[3] == {"role": "assistant", "content": "I cannot refund that."}
+    fields = dict(
+        three_turns(), pasted_transcript=pasted, action="paste",
+        form_id=re.findall(r'name="form_id" value="([^"]+)"', editor.text)[0],
+    )  # fmt: skip
+    graded = shown_text((await person.post(f"/cases/{case_id}", fields)).text)
+    turn_two = graded[graded.index("Turn 2", graded.index("Preview: failed")) :]
+    assert "Tool must be called" in turn_two and "stripe.refund was never called" in turn_two
 
 
 async def test_a_conversation_stopped_by_an_agent_error_says_where_on_the_card(
