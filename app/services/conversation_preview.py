@@ -1,13 +1,17 @@
-"""Previewing a conversation case in the rubric editor: the whole conversation played against
-the project's agent (or a transcript pasted), then graded as a run would, the judge included.
+"""Previewing a conversation case in the rubric editor, as a run grades one: each turn's checks
+on its turn, the case's on the whole, the AI judge asked about the transcript when the project
+has one. Preview plays the whole conversation against the project's agent; Paste a reply
+grades a transcript typed in. Nothing is stored.
 
-Nothing is stored. A preview is counted against the project's previews a minute as one call
-per turn it may take, plus one per judged check.
+A preview counts against the project's previews a minute: one call per turn it may play, plus
+one per verdict it asks the judge for.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 from uuid import UUID
 
@@ -22,33 +26,35 @@ from agentlasso.agents.conversations import (
 )
 from agentlasso.agents.headers import target_for
 from agentlasso.domain.checks import LlmJudge
-from agentlasso.domain.conversations import Message, PlayedConversation, SimulatedUsage
-from agentlasso.domain.grades import CaseResult
+from agentlasso.domain.conversations import (
+    Message,
+    PlayedConversation,
+    SimulatedUsage,
+    SimulatedUser,
+    UserTurn,
+)
+from agentlasso.domain.grades import JudgeVerdict
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.errors import Conflict
 from agentlasso.grading import grade_answer, verdicts_needed
+from agentlasso.grading.conversation import whole_observation
 from agentlasso.grading.plan import expected_output
 from agentlasso.judge.judging import NO_JUDGE
 from agentlasso.services import judge_settings
 from agentlasso.services.agents import PREVIEW_SOURCE, default_agent
 from agentlasso.services.grading_pool import grade_off_loop
 from agentlasso.services.platform import Platform
-from agentlasso.services.preview import NO_AGENT, unavailable_verdicts
+from agentlasso.services.preview import NO_AGENT, JudgedPreview
 from agentlasso.services.test_cases import prepare_content
 
 
-class ConversationPreview(msgspec.Struct, frozen=True, kw_only=True):
-    """A previewed conversation as the rubric editor shows it: each turn, and the grade."""
+class PlayedPreview(JudgedPreview, frozen=True, kw_only=True):
+    """A conversation's preview: the grade, and the conversation graded."""
 
-    result: CaseResult
     played: PlayedConversation
-    # What the AI judge said of each judged check, when it was asked.
-    judge: list[JudgeRecord]
     # What asking the simulated user cost, when it was asked.
     usage: SimulatedUsage | None = None
-    agent_s: float = 0.0
-    judge_s: float = 0.0
 
 
 async def preview_conversation(
@@ -57,10 +63,10 @@ async def preview_conversation(
     content: TestCaseContent,
     context: dict[str, Any] | None,
     test_case_id: UUID | None,
-    next_user: NextUser | None,
-) -> ConversationPreview:
-    """Play the unsaved conversation against the project's agent, then grade it; `next_user`
-    plays the simulated user (None: none can be asked, and a simulated part is not graded)."""
+) -> PlayedPreview:
+    """Play the unsaved conversation against the project's agent, then grade it. The
+    simulated user is the judge's model; with none configured the conversation is not graded
+    once the script is done, saying why."""
     prepared = prepare_content(content)
     conversation = prepared.conversation
     assert conversation is not None, "a single-turn case is previewed by preview_with_agent"
@@ -77,16 +83,47 @@ async def preview_conversation(
     conversation_id = new_conversation_id()
 
     async def call_turn(turn: int, user: Any, messages: tuple[Message, ...]) -> TurnAnswer:
-        call = await platform.agent_client.call(
-            target, turn_body(body, conversation_id, turn, user, messages)
-        )
-        return TurnAnswer.of_call(call)
+        sent = turn_body(body, conversation_id, turn, user, messages)
+        return TurnAnswer.of_call(await platform.agent_client.call(target, sent))
 
     started = time.perf_counter()
-    play = await play_conversation(conversation, call_turn, next_user)
+    async with _simulated_user(platform, project_id, conversation.simulated_user) as next_user:
+        play = await play_conversation(conversation, call_turn, next_user)
     agent_s = time.perf_counter() - started
-    judged = await judge_conversation(platform, project_id, prepared, play.conversation, context)
+    judged = await _judged(platform, project_id, prepared, play.conversation, context)
     return msgspec.structs.replace(judged, usage=play.usage, agent_s=agent_s)
+
+
+@contextlib.asynccontextmanager
+async def _simulated_user(
+    platform: Platform, project_id: UUID, simulated: SimulatedUser | None
+) -> AsyncIterator[NextUser | None]:
+    """Who plays the user in a preview: the project's judge model (else the server's), its
+    spend on the server's key counted against the project's daily budget; None without one."""
+    if simulated is None:
+        yield None
+        return
+    # Loaded on first use: the model SDK costs an API process some 77 MB.
+    from agentlasso.judge.simulated_user import player_for
+
+    player = await player_for(platform, project_id)
+    if player is None:
+        yield None
+        return
+    spend = platform.server_spend if player.server_key else None
+
+    async def next_user(user: SimulatedUser, messages: tuple[Message, ...]) -> UserTurn:
+        if spend is not None and (spent := await spend.spent_reason(project_id)) is not None:
+            return UserTurn(user=None, done=False, reason=spent, failure=spent)
+        asked = await player.ask(user, messages)
+        if spend is not None and asked.cost_usd:
+            await spend.add(project_id, asked.cost_usd)
+        return msgspec.structs.replace(asked.turn, cost_usd=asked.cost_usd)
+
+    try:
+        yield next_user
+    finally:
+        await player.aclose()
 
 
 async def preview_pasted_conversation(
@@ -95,21 +132,21 @@ async def preview_pasted_conversation(
     content: TestCaseContent,
     context: dict[str, Any] | None,
     played: PlayedConversation,
-) -> ConversationPreview:
-    """Grade a transcript typed in, as a run would grade it (the AI judge included)."""
+) -> PlayedPreview:
+    """Grade a pasted conversation as a run would (InvalidInput when the case is not valid)."""
     prepared = prepare_content(content)
     await _count_calls(platform, project_id, prepared, agent_calls=0)
-    return await judge_conversation(platform, project_id, prepared, played, context)
+    return await _judged(platform, project_id, prepared, played, context)
 
 
-async def judge_conversation(
+async def _judged(
     platform: Platform,
     project_id: UUID,
     prepared: TestCaseContent,
     played: PlayedConversation,
     context: dict[str, Any] | None,
-) -> ConversationPreview:
-    """The played conversation's grade, with the judge asked now when it is configured."""
+) -> PlayedPreview:
+    """The played conversation's grade, the judge asked now when it is configured."""
     requests = verdicts_needed(prepared, played)
     records: list[JudgeRecord] = []
     judge_s = 0.0
@@ -120,19 +157,23 @@ async def judge_conversation(
         )
         judge_s = time.perf_counter() - started
     else:
-        verdicts = unavailable_verdicts(requests, NO_JUDGE)
+        unavailable = JudgeVerdict.unavailable(NO_JUDGE)
+        verdicts = {request.check_id: unavailable for request in requests}
     result = await grade_off_loop(
         lambda out_of_time: grade_answer(prepared, played, verdicts, out_of_time),
         platform.settings.grading_budget_s,
     )
-    return ConversationPreview(result=result, played=played, judge=records, judge_s=judge_s)
+    return PlayedPreview(
+        result=result, observation=whole_observation(played), call=None, judge=records,
+        judge_s=judge_s, played=played,
+    )  # fmt: skip
 
 
 async def _count_calls(
     platform: Platform, project_id: UUID, prepared: TestCaseContent, agent_calls: int
 ) -> None:
-    """One preview call per turn it may take and per judged check it may ask about (judged
-    checks count only when a judge is configured); TooManyRequests past the minute's."""
+    """One preview call per turn it may play and per verdict it may ask for (verdicts count
+    only when a judge is configured); TooManyRequests past the minute's."""
     conversation = prepared.conversation
     assert conversation is not None
     checks = [check for _, check in conversation.turn_checks()] + list(prepared.checks or ())
@@ -140,5 +181,6 @@ async def _count_calls(
     judged += 0 if expected_output(prepared) is None else 1
     if judged and not await judge_settings.judge_configured(platform, project_id):
         judged = 0
-    calls = max(1, agent_calls + judged)
-    await platform.limits.take_preview_calls(project_id, calls, "this preview")
+    await platform.limits.take_preview_calls(
+        project_id, max(1, agent_calls + judged), "this preview"
+    )

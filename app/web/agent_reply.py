@@ -10,6 +10,7 @@ import msgspec
 
 from agentlasso.agents import AgentCallResult
 from agentlasso.domain.case_results import StoredResult
+from agentlasso.domain.conversations import transcript
 from agentlasso.domain.grades import Observation
 from agentlasso.grading import observation_from_wire
 
@@ -30,7 +31,12 @@ def observation_of(result: StoredResult) -> Observation:
 
 def pasted_fields(result: StoredResult) -> dict[str, str]:
     """A stored result as the rubric editor's Paste a reply fields: the reply as sent, and the
-    tool calls as JSON (both empty when not reported)."""
+    tool calls as JSON (both empty when not reported); a conversation's transcript."""
+    if result.turns is not None:
+        # A conversation's: its transcript, as Paste a reply reads one (app/web/transcripts.py).
+        messages = msgspec.to_builtins(transcript(result.turns))
+        ended = {} if result.ended_by in (None, "error") else {"pasted_ended_by": result.ended_by}
+        return {"pasted_transcript": json.dumps(messages, indent=2, ensure_ascii=False), **ended}
     reply = result.reported.actual_output
     calls = result.reported.actual_tool_calls
     return {

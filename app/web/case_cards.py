@@ -19,6 +19,7 @@ from agentlasso.http.auth import PlatformDep
 from agentlasso.http.pagination import parse_id
 from agentlasso.services import case_cards as card_service
 from agentlasso.web.agent_reply import observation_of, what_the_agent_did
+from agentlasso.web.conversation_views import chat, turn_of
 from agentlasso.web.highlight import checks_that_matched, marked_reply
 from agentlasso.web.rendering import page
 from agentlasso.web.sessions import session_of
@@ -43,11 +44,19 @@ class CaseCardPages(Controller):
             platform, session_of(request).project_id, parse_id(run_id, "run"),
             parse_id(test_case_id, "test case"), trial,
         )  # fmt: skip
-        observation = observation_of(card.result)
+        checks = checks_shown(card.result)
+        result = card.result
+        if result.turns is not None:
+            conversation = chat(result.turns, checks, result.ended_by)
+            return page(
+                request, "case_card.html", card=card, run=card.run, result=result,
+                graded=card.graded, checks=checks, conversation=conversation,
+            )  # fmt: skip
+        observation = observation_of(result)
         return page(
-            request, "case_card.html", card=card, run=card.run, result=card.result,
-            graded=card.graded, checks=checks_shown(card.result),
-            **reply_shown(observation, card.graded.content, card.result),
+            request, "case_card.html", card=card, run=card.run, result=result,
+            graded=card.graded, checks=checks, conversation=None,
+            **reply_shown(observation, card.graded.content, result),
         )  # fmt: skip
 
 
@@ -79,6 +88,7 @@ def checks_shown(result: StoredResult) -> list[dict[str, Any]]:
             "name": PRODUCT_NAMES.get(check.type, check.type),
             "check": check,
             "judge": judge_facts(records[check.id]) if check.id in records else [],
+            "turn": turn_of(check),
         }
         for check in result.result.check_results
     ]

@@ -3,19 +3,16 @@ project's agent (or a pasted reply), graded as a run grades; Save makes a revisi
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-import msgspec
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath, FromQuery
 
 from agentlasso.domain.checks import PRODUCT_NAMES
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.test_cases import TestCase, TestCaseContent
-from agentlasso.domain.web import Revision
 from agentlasso.errors import Conflict, InvalidInput, StaleRevision, TooManyRequests
 from agentlasso.grading.patterns import regex_compile_error
 from agentlasso.http.auth import PlatformDep
@@ -23,15 +20,18 @@ from agentlasso.http.pagination import parse_id
 from agentlasso.services import preview as preview_service
 from agentlasso.services import runs as run_service
 from agentlasso.services import test_cases as case_service
+from agentlasso.services.conversation_preview import PlayedPreview
 from agentlasso.services.platform import Platform
-from agentlasso.web import case_form
+from agentlasso.web import case_form, conversation_paste
 from agentlasso.web.agent_reply import pasted_fields, what_the_agent_did
 from agentlasso.web.case_form import CaseForm
+from agentlasso.web.conversation_views import chat, turn_of
 from agentlasso.web.forms import json_problem, text
 from agentlasso.web.objects import case_and_dataset_named, case_named, dataset_named
 from agentlasso.web.once import new_form_id, once
 from agentlasso.web.page_limits import with_retry_after
 from agentlasso.web.rendering import page, redirect
+from agentlasso.web.revision_diff import revision_diff
 from agentlasso.web.server_timing import spent
 from agentlasso.web.sessions import session_of
 
@@ -51,7 +51,7 @@ class CaseEditorPages(Controller):
     ) -> Response[Any]:
         """An empty editor for a new case of the dataset."""
         dataset = await dataset_named(request, platform, dataset_id)
-        return _editor(request, dataset, None, CaseForm())
+        return editor(request, dataset, None, CaseForm())
 
     @post("/datasets/{dataset_id:str}/cases/new", name="edit_new_case")
     async def edit_new_case(
@@ -87,7 +87,7 @@ class CaseEditorPages(Controller):
             pasted = pasted_fields(result)
         saved = request.query_params.get("saved") is not None
         added = request.query_params.get("added") is not None  # just made from a trace
-        return _editor(
+        return editor(
             request, dataset, case, form, pasted, warnings=warnings, saved=saved, added=added
         )
 
@@ -113,7 +113,7 @@ class CaseEditorPages(Controller):
             platform, project_id, test_case_id
         )
         changes = [
-            {"revision": revision, "diff": _diff(older, revision)}
+            {"revision": revision, "diff": revision_diff(older, revision)}
             for revision, older in zip(revisions, [*revisions[1:], None], strict=True)
         ][:HISTORY_SHOWN]
         return page(request, "case_history.html", case=case, dataset=dataset, changes=changes)
@@ -153,16 +153,18 @@ async def act(
     if action.startswith("add:"):
         added = case_form.with_check_added(form, action[4:])
         new_check = f"checks-{len(added.checks) - 1}"
-        return _editor(request, dataset, case, added, posted, focus=new_check)
+        return editor(request, dataset, case, added, posted, focus=new_check)
     if action.startswith("remove:") and action[7:].isdigit():
         removed = case_form.with_check_removed(form, int(action[7:]))
-        return _editor(request, dataset, case, removed, posted, focus="checks")
+        return editor(request, dataset, case, removed, posted, focus="checks")
     if action == "convert":
         converted = case_form.with_older_criteria_converted(form)
-        return _editor(request, dataset, case, converted, posted, focus="checks")
+        return editor(request, dataset, case, converted, posted, focus="checks")
+    if (edited := case_form.with_action(form, action)) is not None:
+        return editor(request, dataset, case, edited[0], posted, focus=edited[1])
     content, errors = case_form.to_content(form)
     if content is None:
-        return _editor(request, dataset, case, form, posted, errors=errors, status_code=422)
+        return editor(request, dataset, case, form, posted, errors=errors, status_code=422)
     if action in ("preview", "paste"):
         return await _preview(request, platform, dataset, case, form, posted, content, action)
     return await _save(request, platform, dataset, case, form, posted, content, store)
@@ -180,13 +182,17 @@ async def _preview(
 ) -> Response[Any]:
     project_id = session_of(request).project_id
     try:
-        if action == "paste":
+        if content.conversation is not None:
+            outcome: preview_service.JudgedPreview = await conversation_paste.graded(
+                platform, project_id, dataset, content, posted, action, case.id if case else None
+            )
+        elif action == "paste":
             reply, calls, errors = _pasted(posted)
             if errors:
-                refused = _editor(
+                refused = editor(
                     request, dataset, case, form, posted, errors=errors, status_code=422
                 )
-                return _whole_editor_instead(request, refused)
+                return whole_editor_instead(request, refused)
             outcome = await preview_service.preview_pasted(
                 platform, project_id, content, dataset.data_context, reply, calls
             )
@@ -196,28 +202,26 @@ async def _preview(
             )
     except (InvalidInput, Conflict, TooManyRequests) as exc:
         errors, status = _refusal(exc)
-        refused = _editor(request, dataset, case, form, posted, errors=errors, status_code=status)
+        refused = editor(request, dataset, case, form, posted, errors=errors, status_code=status)
         if isinstance(exc, TooManyRequests):
             with_retry_after(refused, exc)
-        return _whole_editor_instead(request, refused)
+        return whole_editor_instead(request, refused)
     spent(request, "agent", outcome.agent_s)
     spent(request, "judge", outcome.judge_s)
-    if _asked_for_preview_only(request):
+    if asked_for_preview_only(request):
         return page(request, "_preview_slot.html", preview=preview_view(outcome))
-    return _editor(request, dataset, case, form, posted, preview=outcome)
+    return editor(request, dataset, case, form, posted, preview=outcome)
 
 
-def _asked_for_preview_only(request: Request[Any, Any, Any]) -> bool:
+def asked_for_preview_only(request: Request[Any, Any, Any]) -> bool:
     """htmx asked for the preview slot alone: the form on the page stays as the person left it."""
     return request.headers.get("hx-target") == PREVIEW_SLOT
 
 
-def _whole_editor_instead(
-    request: Request[Any, Any, Any], response: Response[Any]
-) -> Response[Any]:
+def whole_editor_instead(request: Request[Any, Any, Any], response: Response[Any]) -> Response[Any]:
     """An editor with errors, put in place of the whole editor even when htmx asked for the
     preview slot (the errors are shown by their fields)."""
-    if _asked_for_preview_only(request):
+    if asked_for_preview_only(request):
         response.headers.update(
             {"hx-retarget": "#editor", "hx-reselect": "#editor", "hx-reswap": "outerHTML"}
         )
@@ -280,7 +284,7 @@ async def _save(
         errors, status = _refusal(exc)
         # Saved over by someone else: the next Save, made knowing it, replaces theirs.
         based_on = exc.current_revision if isinstance(exc, StaleRevision) else None
-        return _editor(
+        return editor(
             request, dataset, case, form, posted, errors=errors, status_code=status,
             based_on=based_on,
         )  # fmt: skip
@@ -297,10 +301,10 @@ def editor_for(
     request: Request[Any, Any, Any], dataset: Dataset, content: TestCaseContent
 ) -> Response[Any]:
     """The editor on content that is not a case yet (a generated draft's)."""
-    return _editor(request, dataset, None, case_form.from_content(content))
+    return editor(request, dataset, None, case_form.from_content(content))
 
 
-def _editor(
+def editor(
     request: Request[Any, Any, Any],
     dataset: Dataset,
     case: TestCase | None,
@@ -335,6 +339,7 @@ def _editor(
         preview=preview_view(preview) if preview else None,
         pasted_reply=text(posted, "pasted_reply"),
         pasted_tool_calls=text(posted, "pasted_tool_calls"),
+        **conversation_paste.fields(form, posted),
         form_id=text(posted, "form_id") or new_form_id(),
         based_on=based_on if based_on is not None else (_based_on(posted, case) if case else None),
         saved=saved,
@@ -349,7 +354,7 @@ def _editor(
 def preview_view(outcome: preview_service.JudgedPreview) -> dict[str, Any]:
     """What the preview panel shows: the agent's reply and calls beside every verdict."""
     judged = {record.check_id: record for record in outcome.judge}
-    return {
+    view: dict[str, Any] = {
         "call": outcome.call,
         "did": what_the_agent_did(outcome.observation),
         "result": outcome.result,
@@ -365,24 +370,13 @@ def preview_view(outcome: preview_service.JudgedPreview) -> dict[str, Any]:
                 "score": result.score,
                 "reasoning": result.reasoning,
                 "judge": judged.get(result.id),
+                "turn": turn_of(result),
             }
             for result in outcome.result.check_results
         ],
     }
-
-
-def _diff(older: Revision | None, newer: Revision) -> list[str]:
-    """What changed from one revision to the next, as lines of a unified diff of their JSON."""
-    before = _lines(older.content) if older else []
-    after = _lines(newer.content)
-    name_before = f"revision {older.revision}" if older else "nothing"
-    return list(
-        difflib.unified_diff(
-            before, after, fromfile=name_before, tofile=f"revision {newer.revision}", lineterm=""
-        )
-    )
-
-
-def _lines(content: TestCaseContent) -> list[str]:
-    shown = msgspec.to_builtins(content)
-    return json.dumps(shown, indent=2, ensure_ascii=False).splitlines()
+    view["conversation"] = None
+    if isinstance(outcome, PlayedPreview):
+        played = outcome.played
+        view["conversation"] = chat(played.turns, view["checks"], played.ended_by)
+    return view

@@ -8,53 +8,33 @@ htmx only swaps the editor instead of reloading the page. Nothing here does I/O.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
-from agentlasso.domain.checks import (
-    ABOUT,
-    COMMON_FIELDS,
-    PRODUCT_NAMES,
-    WRITTEN_FIELDS,
-    About,
-    CheckType,
-)
+from agentlasso.domain.checks import COMMON_FIELDS, PRODUCT_NAMES, WRITTEN_FIELDS
 from agentlasso.domain.field_errors import field_error_from_msgspec
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.errors import FieldError
 from agentlasso.grading.legacy import criteria_checks
 from agentlasso.schemas.test_cases import TestCaseCreate
+from agentlasso.web import conversation_form
+from agentlasso.web.check_form import (
+    FIELD_READERS,
+    CheckForm,
+    check_form,
+    check_payload,
+    posted_checks,
+)
+from agentlasso.web.conversation_form import ConversationForm, TurnForm
 from agentlasso.web.forms import in_words, json_problem, parsed_json
+
+__all__ = ["FIELD_READERS", "CaseForm", "CheckForm"]
 
 # A check's fields, each shown by the form field of the same name.
 _CHECK_FIELDS = frozenset(COMMON_FIELDS).union(*WRITTEN_FIELDS.values())
 _CASE_FIELDS = ("input", "description", "expected_output", "evaluation_type", "min_confidence")
-_CHECK_KEY = re.compile(r"^checks-(\d{1,3})-([a-z_]+)$")
-
-
-class CheckForm(msgspec.Struct, kw_only=True):
-    """One check as its form shows it (all text, as typed)."""
-
-    type: CheckType
-    id: str = ""
-    tool: str = ""
-    # One tool per line.
-    tools: str = ""
-    value: str = ""
-    regex: bool = False
-    criterion: str = ""
-    severity: str = "critical"
-
-    @property
-    def product_name(self) -> str:
-        return PRODUCT_NAMES[self.type]
-
-    @property
-    def about(self) -> About:
-        return ABOUT[self.type]
 
 
 class CaseForm(msgspec.Struct, kw_only=True):
@@ -72,48 +52,36 @@ class CaseForm(msgspec.Struct, kw_only=True):
     older_criteria: str = ""
     # The case has no checks list: it is graded from its older criteria until converted.
     uses_older_criteria: bool = False
+    # A conversation case (its turns and simulated user); None: a single-turn case.
+    conversation: ConversationForm | None = None
 
 
 def from_content(content: TestCaseContent) -> CaseForm:
     """The form showing a stored case."""
     is_json = isinstance(content.input, dict)
+    conversation = content.conversation
     return CaseForm(
-        input=json.dumps(content.input, indent=2) if is_json else str(content.input),
+        input=json.dumps(content.input, indent=2) if is_json else str(content.input or ""),
         input_format="json" if is_json else "text",
         description=content.description or "",
         expected_output=content.expected_output or "",
         evaluation_type=content.evaluation_type,
         min_confidence=str(content.min_confidence),
-        checks=[_check_form(msgspec.to_builtins(check)) for check in content.checks or ()],
+        checks=[check_form(msgspec.to_builtins(check)) for check in content.checks or ()],
         older_criteria=""
         if content.evaluation_criteria_json is None
         else json.dumps(content.evaluation_criteria_json, indent=2),
         uses_older_criteria=content.checks is None and content.evaluation_criteria_json is not None,
-    )
-
-
-def _check_form(fields: dict[str, Any]) -> CheckForm:
-    return CheckForm(
-        type=fields["type"],
-        id=fields.get("id") or "",
-        tool=fields.get("tool", ""),
-        tools="\n".join(fields.get("tools", ())),
-        value=fields.get("value", ""),
-        regex=bool(fields.get("regex", False)),
-        criterion=fields.get("criterion", ""),
-        severity=fields.get("severity", "critical"),
+        conversation=None
+        if conversation is None
+        else conversation_form.from_conversation(conversation),
     )
 
 
 def from_form_data(data: Mapping[str, Any]) -> CaseForm:
     """The form as posted (unknown fields ignored; missing ones empty)."""
     text = {name: _text(data.get(name)) for name in (*_CASE_FIELDS, "input_format")}
-    checks: dict[int, dict[str, Any]] = {}
-    for key in data:
-        match = _CHECK_KEY.match(key)
-        if match:
-            checks.setdefault(int(match.group(1)), {})[match.group(2)] = _text(data.get(key))
-    forms = [_posted_check(fields) for _, fields in sorted(checks.items()) if "type" in fields]
+    is_conversation = _text(data.get("kind")) == "conversation"
     return CaseForm(
         input=text["input"],
         input_format="json" if text["input_format"] == "json" else "text",
@@ -121,24 +89,10 @@ def from_form_data(data: Mapping[str, Any]) -> CaseForm:
         expected_output=text["expected_output"],
         evaluation_type=text["evaluation_type"] or "SCORE",
         min_confidence=text["min_confidence"],
-        checks=[form for form in forms if form is not None],
+        checks=posted_checks(data, "checks"),
         older_criteria=_text(data.get("older_criteria")),
         uses_older_criteria=_text(data.get("uses_older_criteria")) == "1",
-    )
-
-
-def _posted_check(fields: dict[str, str]) -> CheckForm | None:
-    if fields["type"] not in PRODUCT_NAMES:
-        return None
-    return CheckForm(
-        type=fields["type"],
-        id=fields.get("id", "").strip(),
-        tool=fields.get("tool", ""),
-        tools=fields.get("tools", ""),
-        value=fields.get("value", ""),
-        regex=fields.get("regex", "") in ("on", "true", "1"),
-        criterion=fields.get("criterion", ""),
-        severity=fields.get("severity", "critical"),
+        conversation=conversation_form.from_posted(data) if is_conversation else None,
     )
 
 
@@ -151,16 +105,18 @@ def to_content(form: CaseForm) -> tuple[TestCaseContent | None, dict[str, str]]:
     case meets through the API)."""
     errors: dict[str, str] = {}
     payload: dict[str, Any] = {
-        "input": _input(form, errors),
+        "input": None if form.conversation is not None else _input(form, errors),
         "description": form.description.strip() or None,
         "expected_output": form.expected_output.strip() or None,
         "evaluation_type": form.evaluation_type,
         "min_confidence": _whole_number(form.min_confidence, "min_confidence", errors),
         "checks": None
         if form.uses_older_criteria
-        else [_check_payload(check) for check in form.checks],
+        else [check_payload(check) for check in form.checks],
         "evaluation_criteria_json": _older(form, errors),
     }
+    if form.conversation is not None:
+        payload["conversation"] = conversation_form.payload(form.conversation, errors)
     if errors:
         return None, errors
     try:
@@ -201,31 +157,14 @@ def _older(form: CaseForm, errors: dict[str, str]) -> Any:
         return None
 
 
-# How each field a check type may have is read from its form field (a check type's fields are
-# its class's: agentlasso.domain.checks.WRITTEN_FIELDS). A test holds every field to a reader.
-FIELD_READERS: Mapping[str, Callable[[CheckForm], Any]] = {
-    "tool": lambda check: check.tool.strip(),
-    "tools": lambda check: [line.strip() for line in check.tools.splitlines() if line.strip()],
-    # The text as typed: its spaces may be what the check looks for.
-    "value": lambda check: check.value,
-    "regex": lambda check: check.regex,
-    "criterion": lambda check: check.criterion.strip(),
-}
-
-
-def _check_payload(check: CheckForm) -> dict[str, Any]:
-    payload: dict[str, Any] = {"type": check.type, "severity": check.severity}
-    if check.id:
-        payload["id"] = check.id
-    for field in WRITTEN_FIELDS[check.type]:
-        payload[field] = FIELD_READERS[field](check)
-    return payload
-
-
 def field_of(pointer: str | None) -> str:
     """The form field a JSON pointer into a written case names ("/checks/2/tool" is
     "checks-2-tool"); the form as a whole ("") when it names none."""
     parts = (pointer or "").strip("/").split("/")
+    if parts[0] == "conversation":
+        return conversation_form.field_of(parts[1:])
+    if parts[0].startswith("pasted_"):
+        return parts[0]
     if parts[0] == "checks" and len(parts) >= 3 and parts[1].isdigit():
         field = parts[2] if parts[2] in _CHECK_FIELDS else "type"
         return f"checks-{parts[1]}-{field}"
@@ -270,7 +209,7 @@ def older_criteria(form: CaseForm) -> tuple[list[CheckForm], list[str]]:
     except json.JSONDecodeError:
         return [], []
     checks, items = criteria_checks(criteria)
-    forms = [_check_form(msgspec.to_builtins(check)) for check in checks]
+    forms = [check_form(msgspec.to_builtins(check)) for check in checks]
     return forms, [item.text for item in items if item.kind == "free_text_rubric_item"]
 
 
@@ -282,3 +221,42 @@ def with_older_criteria_converted(form: CaseForm) -> CaseForm:
     return msgspec.structs.replace(
         form, checks=[*form.checks, *checks, *judged], uses_older_criteria=False
     )
+
+
+def with_action(form: CaseForm, action: str) -> tuple[CaseForm, str] | None:
+    """The form after an editing action on a conversation (or making the case one), and where
+    focus goes; None when the action is not one of these."""
+    name, _, argument = action.partition(":")
+    conversation = form.conversation or ConversationForm()
+    numbers = [int(part) for part in argument.split(":") if part.isdigit()]
+    if name == "to_conversation":
+        first = TurnForm(user=form.input, format=form.input_format)
+        made = msgspec.structs.replace(form, input="", conversation=ConversationForm(turns=[first]))
+        return made, "turns-0-legend"
+    if name == "to_single_turn" and len(conversation.turns) <= 1:
+        first = conversation.turns[0] if conversation.turns else TurnForm()
+        single = msgspec.structs.replace(
+            form, input=first.user, input_format=first.format, conversation=None,
+            checks=[*first.checks, *form.checks],
+        )  # fmt: skip
+        return single, "case-heading"
+    if form.conversation is None:
+        return None
+    if name == "add_turn":
+        added = conversation_form.with_turn_added(conversation)
+        return _with(form, added), f"turns-{len(added.turns) - 1}-legend"
+    if name == "remove_turn" and len(numbers) == 1:
+        return _with(form, conversation_form.with_turn_removed(conversation, numbers[0])), "turns"
+    if name == "turn_add" and len(numbers) == 1:
+        check_type = argument.split(":")[-1]
+        turned = conversation_form.with_turn_check(conversation, numbers[0], check_type)
+        checks = turned.turns[numbers[0]].checks if numbers[0] < len(turned.turns) else []
+        return _with(form, turned), f"turns-{numbers[0]}-checks-{len(checks) - 1}"
+    if name == "turn_remove" and len(numbers) == 2:
+        turned = conversation_form.with_turn_check(conversation, numbers[0], None, numbers[1])
+        return _with(form, turned), f"turns-{numbers[0]}-legend"
+    return None
+
+
+def _with(form: CaseForm, conversation: ConversationForm) -> CaseForm:
+    return msgspec.structs.replace(form, conversation=conversation)

@@ -26,6 +26,7 @@ from agentlasso.services import datasets as dataset_service
 from agentlasso.services import runs as run_service
 from agentlasso.services.platform import Platform
 from agentlasso.web.agent_reply import observation_of, what_the_agent_did
+from agentlasso.web.conversation_views import chat, turn_of
 from agentlasso.web.rendering import page, percent, when
 from agentlasso.web.sessions import session_of
 from agentlasso.web.tool_alignment import align_tool_calls
@@ -151,6 +152,9 @@ def _what_it_asked(
         return None, ""
     content = revision.content
     raw = content.input
+    if content.conversation is not None:
+        turns = content.conversation.turns
+        raw = turns[0].user if turns else "A conversation played by its simulated user"
     input_text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
     return content.description, input_text if len(input_text) <= 160 else input_text[:159] + "…"
 
@@ -169,8 +173,35 @@ def _case_shown(
         "baseline": before,
         "current": after,
         "checks": _checks_side_by_side(case),
+        "turns": turns_side_by_side(case.baseline, case.current),
         **_differences(before, after),
     }
+
+
+def turns_side_by_side(
+    baseline: StoredResult | None, current: StoredResult | None
+) -> list[dict[str, Any]] | None:
+    """A conversation's turns in both runs, turn by turn, each with its turn's verdicts; None
+    when neither result is a conversation's."""
+    sides = [result for result in (baseline, current) if result is not None]
+    if not any(result.turns is not None for result in sides):
+        return None
+    before, after = _turns_of(baseline), _turns_of(current)
+    return [
+        {"turn": number, "before": before.get(number), "after": after.get(number)}
+        for number in sorted({*before, *after})
+    ]
+
+
+def _turns_of(result: StoredResult | None) -> dict[int, dict[str, Any]]:
+    if result is None or result.turns is None:
+        return {}
+    checks = [
+        {"name": PRODUCT_NAMES.get(check.type, check.type), "check": check, "turn": turn_of(check)}
+        for check in result.result.check_results
+    ]
+    shown = chat(result.turns, checks, result.ended_by)
+    return {turn["turn"]: turn for turn in shown["turns"]}
 
 
 def _side(run: Run | None, result: StoredResult | None) -> dict[str, Any] | None:
@@ -219,6 +250,7 @@ def _checks_side_by_side(case: ComparedCase) -> list[dict[str, Any]]:
         either = now.get(check_id) or before[check_id]
         rows.append({
             "id": check_id, "name": PRODUCT_NAMES.get(either.type, either.type),
+            "turn": turn_of(either),
             "before": before.get(check_id), "after": now.get(check_id),
             "changed": check_id in changed,
         })  # fmt: skip

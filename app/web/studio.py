@@ -13,6 +13,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Stream
 
 from agentlasso.domain.checks import CHECK_TYPES, PRODUCT_NAMES, Severity, type_of
+from agentlasso.domain.conversations import Conversation
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.test_cases import TestCase
 from agentlasso.domain.web import CaseFilter
@@ -286,11 +287,24 @@ def _dataset_values(dataset: Dataset) -> dict[str, str]:
     }
 
 
+def conversation_line(conversation: Conversation) -> str:
+    """A conversation case as one line of the cases table: its turns and first message."""
+    turns = len(conversation.turns)
+    first = conversation.turns[0].user if conversation.turns else None
+    opening = first if isinstance(first, str) or first is None else json.dumps(first)
+    if opening is None and conversation.simulated_user is not None:
+        opening = conversation.simulated_user.opening or "played by its simulated user"
+    return f"Conversation, {turns} turn{'' if turns == 1 else 's'}: {opening}"
+
+
 def _row(case: TestCase, outcome: str | None) -> dict[str, Any]:
     """What the cases table shows of a case."""
     content = case.content
     shown = content.input if isinstance(content.input, str) else json.dumps(content.input)
     checks = content.checks or ()
+    if content.conversation is not None:
+        shown = conversation_line(content.conversation)
+        checks = (*(check for _, check in content.conversation.turn_checks()), *checks)
     kinds = sorted({PRODUCT_NAMES[type_of(type(check))] for check in checks}) if checks else []
     return {
         "id": case.id,
