@@ -16,7 +16,9 @@ from typing import Any
 import msgspec
 
 from agentlasso.agents import AgentCallResult
-from agentlasso.agents.conversations import (
+from agentlasso.domain.agent_calls import AgentCall, Attempt
+from agentlasso.domain.case_results import Reported
+from agentlasso.domain.conversation_play import (
     ConversationPlay,
     NextUser,
     TurnAnswer,
@@ -24,8 +26,6 @@ from agentlasso.agents.conversations import (
     play_conversation,
     turn_body,
 )
-from agentlasso.domain.agent_calls import AgentCall, Attempt
-from agentlasso.domain.case_results import Reported
 from agentlasso.domain.conversations import Message, PlayedConversation
 from agentlasso.services.recording import CaseTrial, Reply
 
@@ -49,7 +49,7 @@ async def play_case(
     async def call_turn(turn: int, user: Any, messages: tuple[Message, ...]) -> TurnAnswer:
         call = await call_agent(turn_body(body, conversation_id, turn, user, messages), turn)
         calls.append(call)
-        return TurnAnswer.of_call(call)
+        return call.turn_answer()
 
     play = await play_conversation(conversation, call_turn, next_user)
     return played_reply(item, play, attempt, calls)

@@ -19,13 +19,13 @@ import msgspec
 
 from agentlasso.agents import AgentCallResult, AgentTarget
 from agentlasso.agents.address_guard import origin_of
-from agentlasso.agents.conversations import NextUser
 from agentlasso.agents.headers import target_for
 from agentlasso.db import agents as agent_rows
 from agentlasso.db import case_results, pinned_cases, run_gates
 from agentlasso.db import chunks as chunk_rows
 from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import runs as run_rows
+from agentlasso.domain.conversation_play import NextUser
 from agentlasso.domain.runs import CALLING_STATUSES, MAX_CHUNK_SIZE, ChunkRef
 from agentlasso.grading import Gate
 from agentlasso.observability import metrics

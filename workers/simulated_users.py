@@ -9,8 +9,8 @@ from uuid import UUID
 
 import msgspec
 
-from agentlasso.agents.conversations import NextUser
 from agentlasso.config import Settings
+from agentlasso.domain.conversation_play import NextUser
 from agentlasso.domain.conversations import Message, SimulatedUser, UserTurn
 from agentlasso.judge.calls import Judge
 from agentlasso.judge.keys import JudgeClients

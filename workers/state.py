@@ -56,8 +56,7 @@ class WorkerState:
         # Set at start-up; which key and model judge a run is the project's (agentlasso.judge.keys).
         self.judge = judge
         self.judge_clients = JudgeClients(settings, pool, secret_key)
-        # Who plays the user in conversations; set at start-up with the judge.
-        self.simulated_users: SimulatedUsers | None = None
+        self.simulated_users: SimulatedUsers | None = None  # set at start-up, with the judge
         self.secret_key = secret_key
         self.host = socket.gethostname()
         self.pid = os.getpid()

@@ -8,6 +8,7 @@ import msgspec
 
 from agentlasso.domain.agent_calls import AgentCall, Attempt
 from agentlasso.domain.case_results import Reported
+from agentlasso.domain.conversation_play import TurnAnswer
 
 
 class AgentTarget(msgspec.Struct, frozen=True):
@@ -39,3 +40,10 @@ class AgentCallResult(msgspec.Struct, frozen=True):
     def reported(self) -> Reported:
         """What the agent answered, as a result keeps it (UNSET: not in the answer)."""
         return Reported(actual_output=self.actual_output, actual_tool_calls=self.actual_tool_calls)
+
+    def turn_answer(self) -> TurnAnswer:
+        """This call as one turn's answer in a conversation."""
+        return TurnAnswer(
+            actual_output=self.actual_output, actual_tool_calls=self.actual_tool_calls,
+            latency_ms=self.latency_ms, error=self.error, end=self.end,
+        )  # fmt: skip

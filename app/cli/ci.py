@@ -12,7 +12,7 @@ import httpx
 import msgspec
 
 from agentlasso.cli.compare_report import CaseText, fetch_compared, gate_line, report_compared
-from agentlasso.cli.conversations import play_conversation
+from agentlasso.cli.conversations import play_conversation_case
 from agentlasso.cli.errors import run_reporting_errors
 from agentlasso.cli.gate_report import GateReport, finish, print_run_page
 from agentlasso.cli.local_agents import AgentCaller, CommandAgent, HttpAgent, call_once, failed
@@ -113,7 +113,7 @@ async def play_case(
     async def ask_user(transcript: list[dict[str, Any]]) -> NextUserTurn:
         return await client.next_user_turn(run_id, case.test_case_id, 1, transcript)
 
-    return await play_conversation(agent, run_id, case, ask_user)
+    return await play_conversation_case(agent, run_id, case, ask_user)
 
 
 async def _follow_to_end(client: AgentLassoClient, run_id: str) -> ResultsAnswer:

@@ -1,16 +1,16 @@
-"""Playing a conversation case from the CI machine (`agentlasso ci`, contract section 13): one
-call to the agent per turn, the scripted turns first, then the simulated user's, which the
-platform writes (POST /eval-runs/{id}/next-user-turn)."""
+"""Playing a conversation case from the CI machine (`agentlasso ci`, contract section 13): by
+the same rules as server mode (app/agents/conversations.py), one call to the local agent per
+turn, the simulated user's messages written by the platform
+(POST /eval-runs/{id}/next-user-turn); then posted as the result's turns."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 
-from agentlasso.cli.local_agents import AgentAnswer, AgentCaller, request_body
+from agentlasso.cli.local_agents import AgentCaller, request_body
 from agentlasso.client import (
     ClientError,
     NextUserTurn,
@@ -19,90 +19,80 @@ from agentlasso.client import (
     ResultToPost,
     RunTestCase,
 )
-from agentlasso.domain.conversations import Conversation, EndedBy
+from agentlasso.domain.conversation_play import (
+    TurnAnswer,
+    new_conversation_id,
+    play_conversation,
+    turn_body,
+)
+from agentlasso.domain.conversations import (
+    Conversation,
+    Message,
+    PlayedConversation,
+    SimulatedUser,
+    UserTurn,
+)
 
 # The simulated user's next message, from the transcript so far.
 AskUser = Callable[[list[dict[str, Any]]], Awaitable[NextUserTurn]]
 
 
-class _Playing:
-    """A conversation as it is played: its id, the turns so far, the transcript."""
-
-    def __init__(self, agent: AgentCaller, run_id: str, case: RunTestCase) -> None:
-        self.agent, self.run_id, self.case = agent, run_id, case
-        # New for each trial (a CI run has one) and each replay of the whole conversation.
-        self.conversation_id = str(uuid.uuid4())
-        self.turns: list[PostedTurn] = []
-        self.messages: list[dict[str, Any]] = []
-
-    async def turn(self, user: Any, *, simulated: bool) -> EndedBy | None:
-        """Send one user message; how the conversation ended, when this turn ended it."""
-        body = {
-            **request_body(self.run_id, self.case),
-            "input": user,
-            "conversation_id": self.conversation_id,
-            "turn": len(self.turns) + 1,
-            "messages": list(self.messages),
-        }
-        answer = await self.agent.exchange(body)
-        self.turns.append(_posted_turn(answer, user if simulated else msgspec.UNSET))
-        if answer.reply is None:
-            return "error"
-        self.messages.append({"role": "user", "content": user})
-        said = {"role": "assistant", "content": answer.reply.get("output")}
-        if answer.reply.get("tool_calls"):
-            said["tool_calls"] = answer.reply["tool_calls"]
-        self.messages.append(said)
-        return "agent" if answer.reply.get("end") is True else None
-
-    def result(self, ended_by: EndedBy, unplayed: str | None = None) -> ResultToPost:
-        """The turns played, as the result to post."""
-        return ResultToPost(
-            test_case_id=self.case.test_case_id,
-            turns=self.turns,
-            ended_by=ended_by,
-            agent_error=unplayed,
-        )
-
-
-def _posted_turn(answer: AgentAnswer, user: Any) -> PostedTurn:
-    reply = answer.reply or {}
-    return PostedTurn(
-        actual_output=reply.get("output", msgspec.UNSET) if answer.reply else msgspec.UNSET,
-        actual_tool_calls=reply.get("tool_calls", msgspec.UNSET) if answer.reply else msgspec.UNSET,
-        latency_ms=answer.latency_ms,
-        error=None if answer.reply is not None else answer.error or "the agent call failed",
-        user=user,
-    )
-
-
-async def play_conversation(
+async def play_conversation_case(
     agent: AgentCaller, run_id: str, case: RunTestCase, ask_user: AskUser
 ) -> ResultToPost:
-    """Play the case's scripted turns, then its simulated user's, until it ends."""
+    """Play the case's scripted turns, then its simulated user's, until it ends; the result
+    to post."""
     conversation = case.conversation
     assert isinstance(conversation, Conversation), "a conversation case"
-    playing = _Playing(agent, run_id, case)
-    for scripted in conversation.turns:
-        ended = await playing.turn(scripted.user, simulated=False)
-        if ended is not None:
-            return playing.result(ended)
-    simulated = conversation.simulated_user
-    if simulated is None:
-        return playing.result("script")
-    for written in range(simulated.max_turns):
-        if written == 0 and not conversation.turns and simulated.opening is not None:
-            user: str = simulated.opening
-        else:
-            try:
-                next_turn = await ask_user(playing.messages)
-            except (ClientError, PlatformUnavailable) as exc:
-                why = f"the simulated user could not be asked: {exc}"
-                return playing.result("simulated_user", unplayed=why)
-            if next_turn.done or next_turn.user is None:
-                return playing.result("simulated_user")
-            user = next_turn.user
-        ended = await playing.turn(user, simulated=True)
-        if ended is not None:
-            return playing.result(ended)
-    return playing.result("max_turns")
+    base = request_body(run_id, case)
+    # New for each trial (a CI run has one) and each replay of the whole conversation.
+    conversation_id = new_conversation_id()
+
+    async def call_turn(turn: int, user: Any, messages: tuple[Message, ...]) -> TurnAnswer:
+        body = turn_body(base, conversation_id, turn, user, messages)
+        answer = await agent.exchange(msgspec.to_builtins(body))
+        latency_ms = answer.latency_ms or 0
+        if answer.reply is None:
+            return TurnAnswer(latency_ms=latency_ms, error=answer.error or "the agent call failed")
+        reply = answer.reply
+        return TurnAnswer(
+            actual_output=reply.get("output", msgspec.UNSET),
+            actual_tool_calls=reply.get("tool_calls", msgspec.UNSET),
+            latency_ms=latency_ms,
+            end=reply.get("end") is True,
+        )
+
+    async def next_user(simulated: SimulatedUser, messages: tuple[Message, ...]) -> UserTurn:
+        try:
+            asked = await ask_user(msgspec.to_builtins(messages))
+        except (ClientError, PlatformUnavailable) as exc:
+            # 409 (no model) or 503 (an outage): the conversation is posted not graded.
+            why = f"the simulated user could not be asked: {exc}"
+            return UserTurn(user=None, done=False, reason=why, failure=why)
+        return UserTurn(user=asked.user, done=asked.done, reason=asked.reason)
+
+    play = await play_conversation(conversation, call_turn, next_user)
+    return posted_result(case.test_case_id, play.conversation)
+
+
+def posted_result(test_case_id: str, played: PlayedConversation) -> ResultToPost:
+    """A played conversation as a CI client posts it: its turns (the user's message only past
+    the script), how it ended, and why it could not be played out, when it could not."""
+    turns = [
+        PostedTurn(
+            actual_output=msgspec.UNSET if turn.actual_output is None else turn.actual_output,
+            actual_tool_calls=(
+                msgspec.UNSET if turn.actual_tool_calls is None else turn.actual_tool_calls
+            ),
+            latency_ms=turn.latency_ms,
+            error=turn.error,
+            user=turn.user if turn.simulated else msgspec.UNSET,
+        )
+        for turn in played.turns
+    ]
+    return ResultToPost(
+        test_case_id=test_case_id,
+        turns=turns,
+        ended_by=played.ended_by,
+        agent_error=played.not_graded_reason,
+    )

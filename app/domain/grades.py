@@ -140,3 +140,14 @@ class Gate(msgspec.Struct, frozen=True, kw_only=True):
     pass_rate: float | None
     ci_pass: bool
     ci_fail_reason: str | None
+
+
+def reply_text(output: object) -> str | None:
+    """The reply as text: a string as is, null as not reported, any other JSON value encoded."""
+    if output is None or isinstance(output, str):
+        return output
+    try:
+        return msgspec.json.encode(output).decode("utf-8")
+    except (TypeError, ValueError, OverflowError):
+        # Not a JSON value (a caller bug, not an agent's): grade its text rather than raise.
+        return str(output)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from agentlasso.domain.grades import Observation, ToolCall
+from agentlasso.domain.grades import Observation, ToolCall, reply_text
 from agentlasso.grading.tool_calls import normalise_tool_calls
 
 
@@ -38,14 +38,3 @@ def observation_from_wire(
         unreadable_tool_calls=problems,
         agent_error=agent_error,
     )
-
-
-def reply_text(output: object) -> str | None:
-    """The reply as text: a string as is, null as not reported, any other JSON value encoded."""
-    if output is None or isinstance(output, str):
-        return output
-    try:
-        return msgspec.json.encode(output).decode("utf-8")
-    except (TypeError, ValueError, OverflowError):
-        # Not a JSON value (a caller bug, not an agent's): grade its text rather than raise.
-        return str(output)

@@ -10,9 +10,9 @@ import msgspec
 
 from agentlasso.domain.case_results import Played, Reported
 from agentlasso.domain.conversations import Conversation, EndedBy, PlayedConversation, TurnRecord
+from agentlasso.domain.grades import reply_text
 from agentlasso.domain.test_cases import PinnedCase
 from agentlasso.errors import FieldError
-from agentlasso.grading.observations import reply_text
 from agentlasso.schemas.run_results import PostedTurn
 
 

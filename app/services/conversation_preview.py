@@ -17,15 +17,15 @@ from uuid import UUID
 
 import msgspec
 
-from agentlasso.agents.conversations import (
+from agentlasso.agents.headers import target_for
+from agentlasso.domain.checks import LlmJudge
+from agentlasso.domain.conversation_play import (
     NextUser,
     TurnAnswer,
     new_conversation_id,
     play_conversation,
     turn_body,
 )
-from agentlasso.agents.headers import target_for
-from agentlasso.domain.checks import LlmJudge
 from agentlasso.domain.conversations import (
     Message,
     PlayedConversation,
@@ -84,7 +84,7 @@ async def preview_conversation(
 
     async def call_turn(turn: int, user: Any, messages: tuple[Message, ...]) -> TurnAnswer:
         sent = turn_body(body, conversation_id, turn, user, messages)
-        return TurnAnswer.of_call(await platform.agent_client.call(target, sent))
+        return (await platform.agent_client.call(target, sent)).turn_answer()
 
     started = time.perf_counter()
     async with _simulated_user(platform, project_id, conversation.simulated_user) as next_user:

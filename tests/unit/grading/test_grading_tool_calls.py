@@ -5,9 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from agentlasso.domain.grades import Observation, ToolCall
+from agentlasso.domain.grades import Observation, ToolCall, reply_text
 from agentlasso.grading import normalise_tool_calls, observation_from_wire
-from agentlasso.grading.observations import reply_text
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from uuid import uuid4
 import msgspec
 
 from agentlasso.agents import AgentCallResult, Attempt
-from agentlasso.agents.conversations import ConversationPlay
+from agentlasso.domain.conversation_play import ConversationPlay
 from agentlasso.domain.conversations import (
     Conversation,
     PlayedConversation,

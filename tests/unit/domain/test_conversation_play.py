@@ -10,14 +10,14 @@ from typing import Any
 import msgspec
 
 from agentlasso.agents.calls import AgentCallResult
-from agentlasso.agents.conversations import (
+from agentlasso.agents.replies import parse_reply
+from agentlasso.domain.conversation_play import (
     NO_USER_MODEL,
     NextUser,
     TurnAnswer,
     play_conversation,
     turn_body,
 )
-from agentlasso.agents.replies import parse_reply
 from agentlasso.domain.conversations import (
     Conversation,
     Message,
@@ -212,4 +212,4 @@ def test_end_true_is_read_from_the_reply_and_carried_by_the_call() -> None:
         reply = parse_reply(body)
         assert not isinstance(reply, str) and reply.end is False
     call = AgentCallResult("bye", msgspec.UNSET, None, (), 5, end=True)
-    assert TurnAnswer.of_call(call).end is True
+    assert call.turn_answer().end is True

@@ -15,7 +15,6 @@ from typing import Any
 
 import msgspec
 
-from agentlasso.agents.calls import AgentCallResult
 from agentlasso.domain.case_results import Played
 from agentlasso.domain.conversations import (
     Conversation,
@@ -28,7 +27,7 @@ from agentlasso.domain.conversations import (
     UserTurn,
     transcript,
 )
-from agentlasso.grading.observations import reply_text
+from agentlasso.domain.grades import reply_text
 
 NO_USER_MODEL = "no model is configured to play the simulated user"
 
@@ -43,14 +42,6 @@ class TurnAnswer(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     error: str | None = None
     # The agent answered `"end": true`.
     end: bool = False
-
-    @classmethod
-    def of_call(cls, call: AgentCallResult) -> TurnAnswer:
-        """A call of the platform's agent client, as a turn's answer."""
-        return cls(
-            actual_output=call.actual_output, actual_tool_calls=call.actual_tool_calls,
-            latency_ms=call.latency_ms, error=call.error, end=call.end,
-        )  # fmt: skip
 
 
 # (turn number, this turn's user message, the history before it) -> the agent's answer.
