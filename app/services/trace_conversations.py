@@ -44,7 +44,8 @@ async def get_conversation(
     platform: Platform, project_id: UUID, conversation_id: str
 ) -> ConversationView:
     """The conversation's traces in time order; NotFound when the project has none of it."""
-    if not 0 < len(conversation_id) <= CONVERSATION_ID_MAX_CHARS:
+    # U+0000 cannot be stored (so no trace has it), and PostgreSQL refuses it in a query.
+    if not 0 < len(conversation_id) <= CONVERSATION_ID_MAX_CHARS or "\x00" in conversation_id:
         raise NotFound(NO_CONVERSATION)
     traces, more = await rows.conversation_traces(
         platform.pool, project_id, conversation_id, MAX_SCRIPTED_TURNS
