@@ -435,10 +435,12 @@ CREATE TABLE traces (
     duration_ms bigint NOT NULL DEFAULT 0,
     span_count integer NOT NULL DEFAULT 0,
     cuts text[] NOT NULL DEFAULT '{}'::text[],
+    conversation_id text,
     CONSTRAINT traces_pkey PRIMARY KEY (project_id, trace_id),
     CONSTRAINT traces_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
     CONSTRAINT traces_trace_id_check CHECK ((trace_id ~ '^[0-9a-f]{32}$'::text))
 );
+CREATE INDEX traces_conversation_idx ON traces USING btree (project_id, conversation_id, started_at, trace_id) WHERE (conversation_id IS NOT NULL);
 CREATE INDEX traces_errors_idx ON traces USING btree (project_id, started_at DESC, trace_id DESC) WHERE (error IS NOT NULL);
 CREATE INDEX traces_received_idx ON traces USING btree (project_id, received_at);
 CREATE INDEX traces_search_idx ON traces USING gin (search_text gin_trgm_ops);

@@ -119,6 +119,8 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "listTraces": (422,),
     "getTrace": (404,),
     "createTestCaseFromTrace": (*_BODY, 404, 409),
+    "getTraceConversation": (404,),
+    "createTestCaseFromConversation": (*_BODY, 404, 409),
     "getTraceSettings": (),
     "updateTraceSettings": _BODY,
     "updateJudgeSettings": _BODY,

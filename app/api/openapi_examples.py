@@ -73,6 +73,7 @@ BODY_EXAMPLES: dict[str, Any] = {
         "checks": [{"type": "tool_called", "tool": "orders.lookup"}],
         "expected_output": "Your refund for order 1234 arrives in 3-5 business days.",
     },
+    "createTestCaseFromConversation": {"dataset_id": _SOME_ID},
     "updateTraceSettings": {"retention_days": 30},
 }
 # One JSON Lines import body: a test case per line.

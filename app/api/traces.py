@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
@@ -13,19 +13,27 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from agentlasso.api.test_cases import case_out
+from agentlasso.api.trace_shapes import (
+    CaseSuggestions,
+    TestCaseFromTrace,
+    TestCaseFromTraceOut,
+    Trace,
+    TraceConversation,
+    TracePage,
+    conversation_out,
+    span_out,
+    trace_out,
+)
 from agentlasso.db.trace_lists import TraceFilters
-from agentlasso.db.traces import TraceRow
-from agentlasso.domain.checks import WrittenChecks
 from agentlasso.domain.stored_text import WITHOUT_NUL_PATTERN
 from agentlasso.errors import FieldError, InvalidInput
 from agentlasso.http.auth import PlatformDep, ProjectId, provide_project_id, require_api_key
 from agentlasso.http.pagination import DEFAULT_LIMIT, Limit, body_id
-from agentlasso.schemas.test_cases import TestCase
 from agentlasso.schemas.traces import TraceSettings, TraceSettingsUpdate
+from agentlasso.services import trace_conversations as conversations
 from agentlasso.services import traces as service
 from agentlasso.services.platform import Platform
 from agentlasso.traces.otlp import Intake
-from agentlasso.traces.spans import Span
 
 PROTOBUF = "application/x-protobuf"
 TraceCursor = Annotated[
@@ -50,141 +58,6 @@ ToolFilter = Annotated[
         description="Only traces that called this tool.",
     ),
 ]
-
-
-class ToolCall(msgspec.Struct, kw_only=True):
-    """A tool call of a trace, in the order the calls started."""
-
-    name: str
-    arguments: Any = None
-    result: Any = None
-    error: str | None = None
-
-
-class TraceUsage(msgspec.Struct, kw_only=True):
-    """Tokens of the trace's model calls."""
-
-    input_tokens: int
-    output_tokens: int
-
-
-class SpanOut(msgspec.Struct, kw_only=True):
-    """A span as it came, every attribute kept."""
-
-    span_id: str
-    parent_span_id: str | None
-    name: str
-    start_time_unix_nano: int
-    end_time_unix_nano: int
-    status_code: Literal["unset", "ok", "error"]
-    status_message: str
-    attributes: dict[str, Any]
-    events: list[dict[str, Any]]
-    resource: dict[str, Any]
-
-
-class Trace(msgspec.Struct, kw_only=True):
-    """One conversation with the agent, as its spans tell it."""
-
-    trace_id: str
-    name: str
-    input: Any
-    output: str | None
-    tool_calls: list[ToolCall]
-    started_at: datetime
-    duration_ms: int
-    model: str | None
-    usage: TraceUsage | None
-    error: str | None
-    span_count: int
-    # What the summary cut to stay small, in words (each cut text also ends saying so).
-    cuts: list[str] = []
-    # Only on a single trace (`GET /traces/{trace_id}`): its spans and the cases made from it.
-    spans: list[SpanOut] | msgspec.UnsetType = msgspec.UNSET
-    test_case_ids: list[str] | msgspec.UnsetType = msgspec.UNSET
-
-
-class TracePage(msgspec.Struct, kw_only=True):
-    """A page of traces, newest first."""
-
-    items: list[Trace]
-    next_cursor: str | None
-
-
-class TestCaseFromTrace(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Where the new case goes, and optionally its checks and expected output."""
-
-    __test__ = False
-
-    dataset_id: str
-    # Absent: a critical tool_called check per recorded tool, and their order when several.
-    checks: WrittenChecks | None = None
-    expected_output: Annotated[str, msgspec.Meta(max_length=100_000)] | None = None
-
-
-class CaseSuggestions(msgspec.Struct, kw_only=True):
-    """What the case could also take from the trace."""
-
-    expected_output: str | None
-
-
-class TestCaseFromTraceOut(TestCase, kw_only=True):
-    """The new test case, with what the trace suggests for it."""
-
-    __test__ = False
-
-    suggestions: CaseSuggestions | msgspec.UnsetType = msgspec.UNSET
-
-
-_STATUS_NAMES: dict[int, Literal["unset", "ok", "error"]] = {0: "unset", 1: "ok", 2: "error"}
-
-
-def trace_out(row: TraceRow) -> Trace:
-    """The API shape of a trace's summary."""
-    usage = row.usage or None
-    return Trace(
-        trace_id=row.trace_id,
-        name=row.name,
-        input=row.input,
-        output=row.output,
-        tool_calls=[
-            ToolCall(
-                name=str(call.get("name") or ""),
-                arguments=call.get("arguments"),
-                result=call.get("result"),
-                error=call.get("error"),
-            )
-            for call in row.tool_calls
-        ],
-        started_at=row.started_at,
-        duration_ms=row.duration_ms,
-        model=row.model,
-        usage=None
-        if usage is None
-        else TraceUsage(
-            input_tokens=int(usage.get("input_tokens") or 0),
-            output_tokens=int(usage.get("output_tokens") or 0),
-        ),
-        error=row.error,
-        span_count=row.span_count,
-        cuts=list(row.cuts),
-    )
-
-
-def span_out(span: Span) -> SpanOut:
-    """The API shape of a stored span."""
-    return SpanOut(
-        span_id=span.span_id,
-        parent_span_id=span.parent_span_id,
-        name=span.name,
-        start_time_unix_nano=span.start_ns,
-        end_time_unix_nano=span.end_ns,
-        status_code=_STATUS_NAMES.get(span.status_code, "unset"),
-        status_message=span.status_message,
-        attributes=span.attributes,
-        events=[msgspec.to_builtins(event) for event in span.events],
-        resource=span.resource,
-    )
 
 
 def otlp_answer(intake: Intake, content_type: str | None) -> Response[bytes]:
@@ -278,6 +151,41 @@ class TraceController(Controller):
         )
         rows, next_cursor = await service.list_traces(platform, project_id, filters, cursor, limit)
         return TracePage(items=[trace_out(row) for row in rows], next_cursor=next_cursor)
+
+    @get("/conversations/{conversation_id:str}", operation_id="getTraceConversation")
+    async def get_conversation(
+        self, platform: PlatformDep, project_id: ProjectId, conversation_id: FromPath[str]
+    ) -> TraceConversation:
+        """The traces sharing this conversation id (gen_ai.conversation.id or session.id),
+        earliest first: a trace per turn."""
+        view = await conversations.get_conversation(platform, project_id, conversation_id)
+        return conversation_out(view)
+
+    @post(
+        "/conversations/{conversation_id:str}/test-case",
+        operation_id="createTestCaseFromConversation",
+        status_code=201,
+    )
+    async def create_conversation_case(
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        conversation_id: FromPath[str],
+        data: JSONBody[TestCaseFromTrace],
+    ) -> TestCaseFromTraceOut:
+        """A conversation case scripting each trace's input as a user turn, each turn with
+        the tool checks its calls offer unless `checks` is given, linked to the first trace."""
+        dataset_id = body_id(data.dataset_id, "/dataset_id", "dataset")
+        view = await conversations.get_conversation(platform, project_id, conversation_id)
+        case, warnings = await conversations.make_case_from_conversation(
+            platform, project_id, view, dataset_id,
+            checks=None if data.checks is None else tuple(data.checks),
+            expected_output=data.expected_output,
+        )  # fmt: skip
+        return TestCaseFromTraceOut(
+            **msgspec.structs.asdict(case_out(case, warnings)),
+            suggestions=CaseSuggestions(expected_output=view.traces[-1].output),
+        )
 
     @get("/{trace_id:str}", operation_id="getTrace")
     async def get_trace(

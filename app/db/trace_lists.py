@@ -31,7 +31,8 @@ class TraceFilters(msgspec.Struct, frozen=True, kw_only=True):
 # The conversation (messages) is left out: a list never shows it, and it is most of a row.
 _COLUMNS = """t.trace_id, t.name, t.input, t.output, '[]'::jsonb AS messages, t.tool_calls,
        t.model, t.usage, t.error, t.started_at, t.duration_ms, t.span_count, t.received_at,
-       t.cuts, octet_length(coalesce(t.input::text, '')) + octet_length(coalesce(t.output, ''))
+       t.cuts, t.conversation_id,
+       octet_length(coalesce(t.input::text, '')) + octet_length(coalesce(t.output, ''))
        + octet_length(t.tool_calls::text) + octet_length(coalesce(t.error, '')) AS size_bytes"""
 # Where the page is in time: the time range and the cursor, which the newest-first index reads.
 _IN_TIME = """project_id = $1

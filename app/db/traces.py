@@ -46,6 +46,8 @@ class TraceRow(msgspec.Struct, frozen=True, kw_only=True):
     received_at: datetime
     # What was cut to keep the summary small, in words.
     cuts: list[str] = []
+    # The conversation this trace is a turn of, when its spans named one.
+    conversation_id: str | None = None
 
 
 _ROW_FIELDS = tuple(field.name for field in msgspec.structs.fields(TraceRow))
@@ -198,7 +200,7 @@ async def insert_spans(
 
 _SUMMARIES_OF = """
 SELECT t.project_id, t.trace_id, t.name, t.input, t.output, t.messages, t.tool_calls, t.model,
-       t.usage, t.error, t.started_at, t.duration_ms, t.span_count, t.cuts
+       t.usage, t.error, t.started_at, t.duration_ms, t.span_count, t.cuts, t.conversation_id
 FROM unnest($1::uuid[], $2::text[]) AS k (project_id, trace_id)
 JOIN traces t ON t.project_id = k.project_id AND t.trace_id = k.trace_id
 """
@@ -227,6 +229,7 @@ def _stored_summary(row: Any) -> TraceSummary:
         duration_ms=row["duration_ms"],
         span_count=row["span_count"],
         cuts=tuple(row["cuts"]),
+        conversation_id=row["conversation_id"],
     )
 
 
@@ -235,7 +238,7 @@ UPDATE traces SET
     name = $3, input = $4, output = $5, search_text = $6, messages = $7, tool_calls = $8,
     tool_names = $9, model = $10, usage = $11, error = $12,
     started_at = COALESCE(to_timestamp(NULLIF($13::bigint, 0) / 1e9), received_at),
-    duration_ms = $14, span_count = $15, cuts = $16, updated_at = now()
+    duration_ms = $14, span_count = $15, cuts = $16, conversation_id = $17, updated_at = now()
 WHERE project_id = $1 AND trace_id = $2
 """
 
@@ -256,6 +259,7 @@ def _summary_row(project_id: UUID, trace_id: str, summary: TraceSummary) -> tupl
         None if summary.usage is None else msgspec.to_builtins(summary.usage),
         _text_or_none(summary.error), _bigint(summary.started_ns),
         max(0, summary.duration_ms), summary.span_count, [text(cut) for cut in summary.cuts],
+        _text_or_none(summary.conversation_id),
     )  # fmt: skip
 
 
@@ -290,7 +294,7 @@ def trace_row(row: Any) -> TraceRow:
 
 _GET = """
 SELECT trace_id, name, input, output, messages, tool_calls, model, usage, error, started_at,
-       duration_ms, span_count, received_at, cuts
+       duration_ms, span_count, received_at, cuts, conversation_id
 FROM traces WHERE project_id = $1 AND trace_id = ANY($2::text[])
 """
 

@@ -29,6 +29,7 @@ from agentlasso.errors import (
 )
 from agentlasso.services.platform import Platform
 from agentlasso.services.test_cases import create_test_case
+from agentlasso.services.trace_conversations import make_conversation_case, trace_turns
 from agentlasso.traces.cases import case_input, suggested_checks
 from agentlasso.traces.limits import LimitExceeded
 from agentlasso.traces.otlp import (
@@ -197,7 +198,10 @@ async def trace_summaries(
 
 
 def checks_offered(trace: TraceRow) -> tuple[Check, ...]:
-    """The checks a case from this trace starts with unless others are given."""
+    """The checks a case from this trace starts with unless others are given (a trace of
+    several user turns offers its checks by turn instead)."""
+    if trace_turns(trace):
+        return ()
     return suggested_checks([str(call.get("name") or "") for call in trace.tool_calls])
 
 
@@ -209,9 +213,20 @@ async def make_case_from_trace(
     *,
     checks: tuple[Check, ...] | None = None,
     expected_output: str | None = None,
+    turn_checks: Sequence[Sequence[Check]] | None = None,
 ) -> tuple[TestCase, list[ContentWarning], Suggestions]:
     """A new case in the dataset with the trace's input, linked to the trace (one the caller
-    read with get_trace_summary or trace_summaries)."""
+    read with get_trace_summary or trace_summaries): a conversation case when its input holds
+    several user messages, each turn with the checks given (else those it offers)."""
+    suggestions = Suggestions(expected_output=trace.output)
+    turns = trace_turns(trace)
+    if turns:
+        case, warnings = await make_conversation_case(
+            platform, project_id, dataset_id, turns, checks=checks, turn_checks=turn_checks,
+            expected_output=expected_output,
+            description=f"From trace {trace.name or trace.trace_id}",
+        )  # fmt: skip
+        return case, warnings, suggestions
     made_input = case_input(trace.input)
     if made_input is None:
         raise Conflict("This trace recorded no input for the agent, so no case can start from it.")
@@ -224,7 +239,7 @@ async def make_case_from_trace(
     case, warnings = await create_test_case(
         platform, project_id, dataset_id, content, source_trace_id=trace.trace_id
     )
-    return case, warnings, Suggestions(expected_output=trace.output)
+    return case, warnings, suggestions
 
 
 async def retention_days(platform: Platform, project_id: UUID) -> int:

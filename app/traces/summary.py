@@ -15,6 +15,9 @@ from agentlasso.traces.values import json_text
 
 __all__ = ["TraceMessage", "TraceSummary", "TraceToolCall", "TraceUsage", "summarise"]
 
+# The attributes naming the conversation a trace is a turn of, the GenAI one first.
+CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id")
+CONVERSATION_ID_MAX_CHARS = 256
 # Roles whose text is not the model's reply.
 _NOT_REPLY_ROLES = frozenset({"system", "user", "tool"})
 
@@ -54,6 +57,8 @@ class TraceSummary(msgspec.Struct, frozen=True, kw_only=True):
     started_ns: int = 0
     duration_ms: int = 0
     span_count: int = 0
+    # The conversation the trace is a turn of (gen_ai.conversation.id, else session.id).
+    conversation_id: str | None = None
     # What was cut to keep the summary small, in words (app/traces/summary_cuts.py).
     cuts: tuple[str, ...] = ()
 
@@ -85,7 +90,22 @@ def summarise(spans: Sequence[Span]) -> TraceSummary:
         started_ns=started_ns,
         duration_ms=(ended_ns - started_ns + 500_000) // 1_000_000,
         span_count=len(trace),
+        conversation_id=conversation_id([read.span for read in trace]),
     )
+
+
+def conversation_id(spans: Sequence[Span]) -> str | None:
+    """The conversation id the first span naming one gives (its own attributes, then its
+    resource's), GenAI's attribute before OpenInference's session.id."""
+    for key in CONVERSATION_KEYS:
+        for span in spans:
+            for attributes in (span.attributes, span.resource):
+                value = attributes.get(key) if isinstance(attributes, dict) else None
+                if isinstance(value, str | int) and not isinstance(value, bool):
+                    text = str(value).strip()
+                    if text:
+                        return text[:CONVERSATION_ID_MAX_CHARS]
+    return None
 
 
 def _name(trace: Sequence[ReadSpan]) -> str:

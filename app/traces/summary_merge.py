@@ -39,6 +39,8 @@ def merged(before: TraceSummary, new: TraceSummary) -> TraceSummary:
         started_ns=started_ns,
         duration_ms=(ended_ns - started_ns + 500_000) // 1_000_000 if started_ns else 0,
         span_count=before.span_count + new.span_count,
+        # The earlier spans' conversation stands: a trace is a turn of one conversation.
+        conversation_id=before.conversation_id or new.conversation_id,
         cuts=tuple(dict.fromkeys((*before.cuts, *new.cuts))),
     )
 

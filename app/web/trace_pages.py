@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -17,14 +17,21 @@ from agentlasso.domain.test_cases import TestCase
 from agentlasso.errors import Conflict, InvalidInput, NotFound
 from agentlasso.http.auth import PlatformDep
 from agentlasso.services import datasets as dataset_service
+from agentlasso.services import trace_conversations as conversations
 from agentlasso.services import traces as trace_service
 from agentlasso.services.platform import Platform
+from agentlasso.services.trace_conversations import ConversationView
 from agentlasso.web import trace_views
 from agentlasso.web.forms import field_name, text
 from agentlasso.web.once import new_form_id, once
 from agentlasso.web.rendering import page, redirect
 from agentlasso.web.server_timing import spent
 from agentlasso.web.sessions import session_of
+from agentlasso.web.trace_conversation_forms import (
+    ConversationChoice,
+    offered_conversation,
+    posted_conversation,
+)
 from agentlasso.web.trace_forms import (
     MAX_TRACES_ADDED,
     TraceChoice,
@@ -127,6 +134,8 @@ class TracePages(Controller):
         trace = view.trace
         origin_ns = trace_views.started_ns(trace, view.spans)
         choice = offered_choice(0, trace, trace_service.checks_offered(trace))
+        turns = conversations.trace_turns(trace)
+        position = await conversations.position_in_conversation(platform, project_id, trace)
         return page(
             request, "trace.html", trace=trace, title=trace.name or f"Trace {trace.trace_id[:8]}",
             started=trace_views.moment(trace.started_at),
@@ -135,9 +144,119 @@ class TracePages(Controller):
             conversation=trace_views.conversation(trace),
             calls=trace_views.timeline(trace, view.spans),
             spans=trace_views.span_rows(view.spans, origin_ns),
-            cases=view.cases,
+            cases=view.cases, position=position,
+            conversation_href=trace_views.conversation_href(trace.conversation_id),
+            conversation_choice=offered_conversation(turns) if turns else None,
+            add_action=_turns_action(trace),
             **await _add_form_context(platform, project_id, [choice], {}, {}),
         )  # fmt: skip
+
+    @get("/traces/conversations/{conversation_id:str}", name="trace_conversation")
+    async def conversation(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, conversation_id: FromPath[str]
+    ) -> Response[Any]:
+        """A conversation: the traces sharing its id, a turn each in time order, the cases
+        made from them, and Add to dataset as a conversation case."""
+        project_id = session_of(request).project_id
+        view = await conversations.get_conversation(platform, project_id, conversation_id)
+        choice = offered_conversation(view.turns)
+        return await _conversation_page(request, platform, view, choice, {}, {})
+
+    @post("/traces/conversations/{conversation_id:str}/add", name="add_trace_conversation")
+    async def add_conversation(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, conversation_id: FromPath[str]
+    ) -> Response[Any]:
+        """A conversation case of the conversation's turns, each with the checks left ticked."""
+        project_id = session_of(request).project_id
+        view = await conversations.get_conversation(platform, project_id, conversation_id)
+        form = await request.form()
+        errors: dict[str, str] = {}
+        choice = posted_conversation(form, view.turns, errors)
+        dataset_id = _dataset_id(text(form, "dataset"), errors)
+
+        async def add() -> str:
+            assert dataset_id is not None
+            case, _ = await conversations.make_case_from_conversation(
+                platform, project_id, view, dataset_id, turn_checks=choice.kept_turn_checks(),
+                checks=(), expected_output=choice.expected(),
+            )  # fmt: skip
+            return f"/cases/{case.id}?added=1"
+
+        if not errors and dataset_id is not None:
+            location = await _added_once(platform, project_id, form, dataset_id, add, errors)
+            if location is not None:
+                return redirect(request, location)
+        return await _conversation_page(request, platform, view, choice, form, errors, 422)
+
+    @post("/traces/{trace_id:str}/add-conversation", name="add_trace_turns")
+    async def add_trace_turns(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, trace_id: FromPath[str]
+    ) -> Response[Any]:
+        """A conversation case of one trace whose input holds several user messages."""
+        project_id = session_of(request).project_id
+        trace = await trace_service.get_trace_summary(platform, project_id, trace_id)
+        form = await request.form()
+        errors: dict[str, str] = {}
+        choice = posted_conversation(form, conversations.trace_turns(trace), errors)
+        dataset_id = _dataset_id(text(form, "dataset"), errors)
+
+        async def add() -> str:
+            assert dataset_id is not None
+            case, _, _ = await trace_service.make_case_from_trace(
+                platform, project_id, trace, dataset_id, turn_checks=choice.kept_turn_checks(),
+                checks=(), expected_output=choice.expected(),
+            )  # fmt: skip
+            return f"/cases/{case.id}?added=1"
+
+        if not errors and dataset_id is not None:
+            location = await _added_once(platform, project_id, form, dataset_id, add, errors)
+            if location is not None:
+                return redirect(request, location)
+        context = await _add_form_context(platform, project_id, [], form, errors)
+        context |= {"conversation_choice": choice, "add_action": _turns_action(trace)}
+        return page(request, "trace_add.html", status_code=422, **context)
+
+
+async def _added_once(
+    platform: Platform,
+    project_id: UUID,
+    form: Mapping[str, Any],
+    dataset_id: UUID,
+    add: Callable[[], Awaitable[str]],
+    errors: dict[str, str],
+) -> str | None:
+    """Where adding the case (once per form) led; None with the refusal noted by field."""
+    try:
+        return await once(platform, project_id, form.get("form_id"), f"/datasets/{dataset_id}", add)
+    except NotFound as exc:
+        errors["dataset" if exc.detail != trace_service.NO_TRACE else ""] = exc.detail
+    except (InvalidInput, Conflict) as exc:
+        errors[""] = exc.detail
+    return None
+
+
+async def _conversation_page(
+    request: Request[Any, Any, Any],
+    platform: Platform,
+    view: ConversationView,
+    choice: ConversationChoice,
+    form: Mapping[str, Any],
+    errors: dict[str, str],
+    status_code: int = 200,
+) -> Response[Any]:
+    """A conversation's page with its Add to dataset form, as offered or as posted."""
+    project_id = session_of(request).project_id
+    context = await _add_form_context(platform, project_id, [], form, errors)
+    return page(
+        request, "trace_conversation.html", status_code=status_code,
+        conversation_id=view.conversation_id, turns=trace_views.turn_rows(view.traces),
+        more=view.more, cases=view.cases, conversation_choice=choice,
+        add_action=f"{trace_views.conversation_href(view.conversation_id)}/add", **context,
+    )  # fmt: skip
+
+
+def _turns_action(trace: TraceRow) -> str:
+    return f"/traces/{trace.trace_id}/add-conversation"
 
 
 def _dataset_id(raw: str, errors: dict[str, str]) -> UUID | None:

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 from agentlasso.db.traces import TraceRow
 from agentlasso.domain.json_nesting import too_deep
@@ -83,7 +84,29 @@ def list_row(trace: TraceRow) -> dict[str, Any]:
         "error": None if trace.error is None else one_line(trace.error, 80),
         "duration": duration(trace.duration_ms),
         "model": trace.model or "",
+        "conversation_id": trace.conversation_id,
+        "conversation_href": conversation_href(trace.conversation_id),
     }
+
+
+def conversation_href(conversation_id: str | None) -> str | None:
+    """The conversation page of a trace's conversation; None when it names none."""
+    if conversation_id is None:
+        return None
+    return f"/traces/conversations/{quote(conversation_id, safe='')}"
+
+
+def turn_rows(traces: Sequence[TraceRow]) -> list[dict[str, Any]]:
+    """A conversation's traces as its page shows them, a turn each."""
+    return [
+        {
+            "trace": trace,
+            "started": moment(trace.started_at),
+            "user": shown_value(trace.input),
+            "tools": [str(call.get("name") or "?") for call in trace.tool_calls],
+        }
+        for trace in traces
+    ]
 
 
 def tokens(trace: TraceRow) -> str:

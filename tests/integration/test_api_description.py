@@ -97,9 +97,13 @@ def test_created_objects_link_to_what_takes_them(description: dict[str, Any]) ->
                 assert set(follow.body) <= set(properties["properties"]), (creator, taker)
             reached.add(taker)
     # Every operation on something a client created is reached from its create, but those on
-    # traces: a trace is stored after the export answers, by a worker (no link can wait).
+    # traces: a trace is stored after the export answers, by a worker (no link can wait), and
+    # so is a conversation of traces.
     on_objects = {name for name, (path, _, _) in found.items() if "{" in path}
-    assert on_objects - reached == {"getTrace", "createTestCaseFromTrace"}
+    assert on_objects - reached == {
+        "getTrace", "createTestCaseFromTrace", "getTraceConversation",
+        "createTestCaseFromConversation",
+    }  # fmt: skip
 
 
 async def test_options_lists_every_method_of_the_path(client: httpx.AsyncClient) -> None:
