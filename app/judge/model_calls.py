@@ -14,6 +14,7 @@ import msgspec
 from anthropic.types import Message, TextBlock, ToolUseBlock
 
 from agentlasso.domain.judging import Usage
+from agentlasso.judge.model_transport import PooledTransport
 from agentlasso.judge.verdicts import ModelOutput
 from agentlasso.observability import metrics
 from agentlasso.retry_policy import RetryPolicy, Sleep, retry_after_s
@@ -84,21 +85,9 @@ class Tally:
         self.model = reply.model
 
 
-# Requests one SDK client carries at once. httpcore's pool looks at every connection it holds
-# on each request (a socket poll each, to see whether it expired): at 200 requests at once on
-# one client that was about 3 ms of CPU a call, most of a simulated user's cost. A caller with
-# more requests in flight spreads them over more clients, each with a small pool.
-PER_CLIENT = 16
-
-
-class _Client:
-    """One SDK client (its own connection pool) and the requests it has in flight."""
-
-    __slots__ = ("in_flight", "sdk")
-
-    def __init__(self, sdk: anthropic.AsyncAnthropic) -> None:
-        self.sdk = sdk
-        self.in_flight = 0
+# Connections one caller keeps to the model at most; requests beyond wait for one (the judge's
+# shared slots bound what is in flight long before this).
+MAX_MODEL_CONNECTIONS = 512
 
 
 class ModelCaller:
@@ -125,33 +114,21 @@ class ModelCaller:
         # Without a key there is no client at all: the SDK would otherwise go looking for
         # credentials in the environment and on disk.
         self.sdk: anthropic.AsyncAnthropic | None = None
-        self._clients: list[_Client] = []
         if settings.api_key:
-            self.sdk = self._new_client().sdk
-
-    def _new_client(self) -> _Client:
-        # SDK retries off: they obey any retry-after uncapped (an hour, measured) and would
-        # multiply with ours. Its default timeout is 600 s; a worker needs far less.
-        sdk = anthropic.AsyncAnthropic(
-            api_key=self.settings.api_key,
-            base_url=self.settings.base_url,
-            timeout=self.settings.timeout_s,
-            max_retries=0,
-        )
-        client = _Client(sdk)
-        self._clients.append(client)
-        return client
-
-    def _least_busy(self) -> _Client:
-        """The client to send the next request on: the least busy, or a new one when every
-        client has PER_CLIENT requests in flight (see _Client)."""
-        client = min(self._clients, key=lambda c: c.in_flight)
-        return client if client.in_flight < PER_CLIENT else self._new_client()
+            # SDK retries off: they obey any retry-after uncapped (an hour, measured) and would
+            # multiply with ours. Its default timeout is 600 s; a worker needs far less.
+            self.sdk = anthropic.AsyncAnthropic(
+                api_key=settings.api_key,
+                base_url=settings.base_url,
+                timeout=settings.timeout_s,
+                max_retries=0,
+                http_client=httpx2.AsyncClient(transport=PooledTransport(MAX_MODEL_CONNECTIONS)),
+            )
 
     async def aclose(self) -> None:
-        """Close the connection pools."""
-        for client in self._clients:
-            await client.sdk.close()
+        """Close the connection pool."""
+        if self.sdk is not None:
+            await self.sdk.close()
 
     async def ask(
         self,
@@ -195,12 +172,10 @@ class ModelCaller:
     async def _call(self, params: dict[str, Any], tool_name: str | None) -> Reply | Failure:
         assert self.sdk is not None, "no key: callers check before asking"
         timeout_s = self.settings.timeout_s
-        client = self._least_busy()
-        client.in_flight += 1
         try:
             # The SDK's timeout is per read; this bounds the whole attempt (a slow drip too).
             async with asyncio.timeout(timeout_s):
-                response = await client.sdk.messages.create(**params)
+                response = await self.sdk.messages.create(**params)
         except anthropic.APIStatusError as exc:
             return self._status_failure(exc)
         except (anthropic.APITimeoutError, TimeoutError):
@@ -212,8 +187,6 @@ class ModelCaller:
             return Failure(reason=reason, retryable=True, kind="connection")
         except Exception as exc:  # the boundary: the SDK lets some errors through untranslated
             return self._unexpected_failure(exc)
-        finally:
-            client.in_flight -= 1
         return self._reply(response, tool_name)
 
     def _status_failure(self, exc: anthropic.APIStatusError) -> Failure:
