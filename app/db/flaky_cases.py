@@ -49,7 +49,9 @@ WITH recent AS (
     LIMIT $4
 )
 SELECT f.test_case_id, f.runs, f.flips, f.passed, v.description,
-       left(v.input #>> '{}', 160) AS input
+       -- A conversation has no input: its first user message (scripted, or the opening).
+       left(coalesce(v.input, v.conversation #> '{turns,0,user}',
+                     v.conversation #> '{simulated_user,opening}') #>> '{}', 160) AS input
 FROM flakiest f
 JOIN test_cases c ON c.id = f.test_case_id
 JOIN test_case_revisions v ON v.id = c.current_revision_id

@@ -9,6 +9,10 @@ A search by input starts from the other end when it can: the revisions of the da
 matches, found through the trigram index. When there are few (at most SEARCH_HITS), only their
 results are read, by primary key; when there are many, matches are dense and the bounded scan
 fills a page quickly.
+
+A conversation case has no input: it is shown by its first user message (a scripted turn's, or
+its simulated user's opening), and searched in its scripted user messages, as the studio's
+search and its index (sql/0019_conversations.sql) read it.
 """
 
 from __future__ import annotations
@@ -29,11 +33,23 @@ INPUT_SHOWN = 300
 # the planner use the index of those rows.
 _ONLY_PARTIAL = "AND partially_graded"
 
+# What a result's row shows of its case: the input, or a conversation's first user message.
+_FIRST_USER_MESSAGE = (
+    "coalesce(v.input, v.conversation #> '{turns,0,user}',"
+    " v.conversation #> '{simulated_user,opening}')"
+)
+# The text a search looks in: exactly the expression of test_case_revisions_search_idx, so that
+# _SEARCH can use the index.
+_SEARCHED = (
+    "((coalesce({r}input, jsonb_path_query_array({r}conversation, '$.turns[*].user')) #>> '{{}}')"
+    " || ' ' || coalesce({r}description, ''))"
+)
+
 _ROWS = f"""
 SELECT r.seq, r.test_case_id, r.trial, r.outcome, r.partially_graded, r.agent_error,
        jsonb_path_query_array(r.check_results, '$[*] ? (@.status == "failed").type')
          AS failed_check_types,
-       left(v.input #>> '{{}}', {INPUT_SHOWN}) AS input, v.description
+       left({_FIRST_USER_MESSAGE} #>> '{{}}', {INPUT_SHOWN}) AS input, v.description
 FROM (
     SELECT seq, test_case_id, trial, outcome, partially_graded, agent_error, check_results,
            revision_id
@@ -44,7 +60,7 @@ FROM (
 LEFT JOIN test_case_revisions v ON v.id = r.revision_id
 WHERE ($5::jsonb IS NULL OR r.check_results @> $5::jsonb)
   AND ($6::text IS NULL
-       OR ((v.input #>> '{{}}') || ' ' || coalesce(v.description, '')) ILIKE $6)
+       OR {_SEARCHED.format(r="v.")} ILIKE $6)
 ORDER BY r.seq
 LIMIT $7
 """
@@ -58,9 +74,9 @@ OFFSET $4 - 1 LIMIT 1
 
 
 # The revisions of the dataset whose input or description holds the text (trigram index).
-_SEARCH = """
+_SEARCH = f"""
 SELECT id, test_case_id FROM test_case_revisions
-WHERE dataset_id = $1 AND ((input #>> '{}') || ' ' || coalesce(description, '')) ILIKE $2
+WHERE dataset_id = $1 AND {_SEARCHED.format(r="")} ILIKE $2
 LIMIT $3
 """
 # Trigrams need three characters: a shorter text cannot use the index.

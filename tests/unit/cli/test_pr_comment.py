@@ -237,6 +237,25 @@ def test_a_case_without_a_description_is_named_by_the_start_of_its_input() -> No
     assert len(name) <= 80
 
 
+def test_a_conversations_failed_turn_check_is_named_by_its_turn() -> None:
+    checks = [
+        FailedCheck(id="c3", type="output_contains", severity="critical",
+                    detail='"1234" not found', turn=3),
+        FailedCheck(id="c4", type="tool_not_called", severity="critical",
+                    detail="orders.cancel was called"),
+    ]  # fmt: skip
+    case = make_case(1, description=None, input_preview="My order 1234 never came.")
+    case = msgspec.structs.replace(case, failed_checks=checks)
+    (item,) = new_failure_items(rendered(render_comment(make_summary(new_failures=[case]))))
+    assert item.kids("a")[0].text() == "My order 1234 never came."
+    shown = [li.text() for li in item.kids("ul")[0].kids("li")]
+    # A turn's check says which turn; the conversation's own checks have none to say.
+    assert shown == [
+        'turn 3: Output must contain (critical, check c3): "1234" not found',
+        "Tool must NOT be called (critical, check c4): orders.cancel was called",
+    ]
+
+
 def test_an_edited_case_is_marked() -> None:
     case = make_case(1, revision_changed=True)
     (item,) = new_failure_items(rendered(render_comment(make_summary(new_failures=[case]))))
