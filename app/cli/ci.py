@@ -26,7 +26,7 @@ from agentlasso.client import (
     RunTestCase,
     with_results,
 )
-from agentlasso.domain.conversations import Conversation
+from agentlasso.domain.conversations import Conversation, first_message
 
 POST_TRIES = 3
 Sleep = Callable[[float], Awaitable[None]]
@@ -78,7 +78,9 @@ async def _run(options: CiOptions) -> int:
         for_comment = options.comment_file is not None
         compared = await fetch_compared(client, answers[-1], for_comment=for_comment)
     texts = {
-        case.test_case_id: CaseText.of(case.description, _first_input(case))
+        case.test_case_id: CaseText.of(
+            case.description, first_message(case.input, _conversation(case))
+        )
         for case in run.test_cases
     }
     names = {case.test_case_id: case.description for case in run.test_cases if case.description}
@@ -92,15 +94,8 @@ async def _run(options: CiOptions) -> int:
     return finish(report, options.junit)
 
 
-def _first_input(case: RunTestCase) -> Any:
-    """What a case is about: its input, or a conversation's first user message."""
-    conversation = case.conversation
-    if isinstance(conversation, Conversation):
-        if conversation.turns:
-            return conversation.turns[0].user
-        simulated = conversation.simulated_user
-        return "" if simulated is None else simulated.opening or simulated.goal
-    return case.input
+def _conversation(case: RunTestCase) -> Conversation | None:
+    return case.conversation if isinstance(case.conversation, Conversation) else None
 
 
 async def play_case(

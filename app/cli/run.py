@@ -13,6 +13,7 @@ from agentlasso.cli.compare_report import CaseText, fetch_compared, gate_line, r
 from agentlasso.cli.errors import run_reporting_errors
 from agentlasso.cli.gate_report import EXIT_PASS, GateReport, finish, print_run_page
 from agentlasso.client import AgentLassoClient, Run
+from agentlasso.domain.conversations import Conversation, first_message
 
 FINAL = ("completed", "cancelled", "failed")
 POLL_WAIT_S = 1.0
@@ -59,7 +60,13 @@ async def _run(options: RunOptions) -> int:
         run = await _follow(client, run, started)
         results = [result async for result in client.results(run.run_id)]
         texts = {
-            case.id: CaseText.of(case.description, case.input)
+            case.id: CaseText.of(
+                case.description,
+                first_message(
+                    case.input,
+                    case.conversation if isinstance(case.conversation, Conversation) else None,
+                ),
+            )
             async for case in client.test_cases(options.dataset_id)
         }
         for_comment = options.comment_file is not None

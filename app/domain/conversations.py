@@ -157,3 +157,14 @@ class PlayedConversation(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     # Set when the simulated user's model could not be asked (an outage): the conversation is
     # then not graded, with this reason, and never passed.
     not_graded_reason: str | None = None
+
+
+def first_message(case_input: Any, conversation: Conversation | None) -> Any:
+    """What a case is about, to name it to a reader: its input, or a conversation's first user
+    message (the first scripted turn's, else the simulated user's opening, else its goal)."""
+    if conversation is None:
+        return case_input
+    if conversation.turns:
+        return conversation.turns[0].user
+    simulated = conversation.simulated_user
+    return "" if simulated is None else simulated.opening or simulated.goal
