@@ -28,6 +28,7 @@ from tests.support.fake_anthropic import (
     overloaded,
     tagged,
     user_goes_on,
+    user_without_message,
 )
 from tests.support.processes import WorkerProcesses, api_process
 
@@ -146,20 +147,30 @@ async def test_a_model_outage_leaves_the_conversation_not_graded_never_passed(
     database_url: str,
 ) -> None:
     with FakeAnthropic(default=overloaded_user) as fake:
+        fake.when("Sam, who", *[user_without_message()] * 3)
         async with platform(settings, api_key, workers, judge_env(settings, fake)) as client:
-            case = {"conversation": {"turns": [{"user": OPENING, "checks": LOOKED_UP}],
-                                     "simulated_user": LEE}}  # fmt: skip
-            final, _ = await one_run(client, agent.url, [case])
-            (result,) = await all_results(client, final["run_id"])
-    assert fake.count(529) >= 1 and fake.count(200) == 0
+            out = {"conversation": {"turns": [{"user": OPENING, "checks": LOOKED_UP}],
+                                    "simulated_user": LEE}}  # fmt: skip
+            sam = {**LEE, "persona": "Sam, who never finishes a sentence"}
+            blank = {"conversation": {"turns": [{"user": OPENING}], "simulated_user": sam},
+                     "checks": LOOKED_UP}  # fmt: skip
+            final, (out_id, blank_id) = await one_run(client, agent.url, [out, blank])
+            results = {r["test_case_id"]: r for r in await all_results(client, final["run_id"])}
+    rows = {r["case_id"]: r for r in await stored_rows(database_url, final["run_id"])}
+    result = results[out_id]
     assert result["outcome"] == "not_graded" and result["pass_fail"] is False, result
-    assert "simulated user was unavailable" in result["judge_reasoning"], result
+    assert "simulated user was unavailable after 3 tries" in result["judge_reasoning"], result
     assert "overload" in result["judge_reasoning"].lower(), result["judge_reasoning"]
     assert [c["status"] for c in result["check_results"]] == ["not_graded"]
+    assert rows[out_id]["ended_by"] == "simulated_user" and len(rows[out_id]["turns"]) == 1
+    # An answer with no message, still so after the retries: no message is made up for it.
+    unusable = results[blank_id]
+    assert unusable["outcome"] == "not_graded" and unusable["pass_fail"] is False, unusable
+    assert "answer could not be used" in unusable["judge_reasoning"], unusable
+    assert len(rows[blank_id]["turns"]) == 1
     assert final["ci_pass"] is False and final["counts"]["passed"] == 0
-    (row,) = await stored_rows(database_url, final["run_id"])
-    assert row["ended_by"] == "simulated_user" and len(row["turns"]) == 1
-    assert final["judge"]["calls"] == fake.count(529), "failed calls are counted too"
+    assert fake.count(529) == 3
+    assert final["judge"]["calls"] == len(fake.requests), "failed calls are counted too"
 
 
 async def test_without_a_key_a_simulated_conversation_is_not_graded_saying_why(
