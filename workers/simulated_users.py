@@ -45,7 +45,7 @@ class SimulatedUsers:
 
         async def next_user(simulated: SimulatedUser, messages: tuple[Message, ...]) -> UserTurn:
             if spend is not None and (spent := await spend.spent_reason(project_id)) is not None:
-                return UserTurn(user=None, done=False, reason=spent, failure=spent)
+                return UserTurn(user=None, done=False, reason=spent, failure=spent, calls=0)
             if judge is None:
                 asked = await player.ask(simulated, messages)
             else:
@@ -53,7 +53,7 @@ class SimulatedUsers:
                     asked = await player.ask(simulated, messages)
             if spend is not None and asked.cost_usd:
                 await spend.add(project_id, asked.cost_usd)
-            return msgspec.structs.replace(asked.turn, cost_usd=asked.cost_usd)
+            return msgspec.structs.replace(asked.turn, cost_usd=asked.cost_usd, calls=asked.calls)
 
         return next_user
 

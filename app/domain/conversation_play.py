@@ -95,7 +95,7 @@ class _Tally:
         priced = before.cost_usd is not None or answer.cost_usd is not None
         self.usage = SimulatedUsage(
             model=answer.model or before.model,
-            calls=before.calls + 1,
+            calls=before.calls + answer.calls,
             usage=before.usage.plus(answer.usage),
             cost_usd=(before.cost_usd or 0.0) + (answer.cost_usd or 0.0) if priced else None,
         )

@@ -119,6 +119,8 @@ class UserTurn(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     failure: str | None = None
     # What asking cost, when the asker priced it (None: no price known, or not priced).
     cost_usd: float | None = None
+    # The requests asking took, failed ones included (as the judge's calls are counted).
+    calls: int = 1
 
 
 def transcript(turns: tuple[TurnRecord, ...]) -> tuple[Message, ...]:
