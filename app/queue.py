@@ -30,8 +30,15 @@ RUN_LANE = "run_lane"
 
 def serialize(job: dict[str, Any]) -> bytes:
     """Jobs and results travel as JSON, never pickle: whoever can write to Redis must not be
-    able to run code in a worker."""
-    return msgspec.json.encode(job)
+    able to run code in a worker. A failed job's result is its exception, kept as its repr."""
+    return msgspec.json.encode(job, enc_hook=_as_text)
+
+
+def _as_text(value: object) -> str:
+    """What JSON cannot hold (a failed job's exception), as the text a person reads."""
+    if isinstance(value, BaseException):
+        return repr(value)
+    raise TypeError(f"a job cannot carry a value of type {type(value).__name__}")
 
 
 def deserialize(data: bytes) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 
 from agentlasso.config import Settings
 from agentlasso.domain.runs import ChunkRef
-from agentlasso.queue import QueueConnection, connect, deserialize, enqueue_lanes
+from agentlasso.queue import QueueConnection, connect, deserialize, enqueue_lanes, serialize
 
 
 async def test_jobs_travel_as_json_and_a_pickled_job_is_refused(settings: Settings) -> None:
@@ -35,3 +35,12 @@ async def test_jobs_travel_as_json_and_a_pickled_job_is_refused(settings: Settin
     with pytest.raises(msgspec.DecodeError):
         deserialize(pickle.dumps({"f": "run_lane", "a": [Exploit()]}))
     assert not os.path.exists("/tmp/agentlasso-pwned")  # noqa: ASYNC240
+
+
+def test_a_failed_jobs_result_travels_as_the_text_of_its_exception() -> None:
+    # arq stores a failed job's exception as its result: JSON keeps what a person reads of it.
+    result = {"r": RuntimeError("the chunk could not be stored"), "s": False}
+    decoded = deserialize(serialize(result))
+    assert decoded == {"r": "RuntimeError('the chunk could not be stored')", "s": False}
+    with pytest.raises(TypeError, match="cannot carry a value of type object"):
+        serialize({"r": object()})
