@@ -5,16 +5,64 @@ counted against the project's daily budget, as the judge's is.
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Callable
 from uuid import UUID
 
 import msgspec
 
 from agentlasso.config import Settings
+from agentlasso.coordination.server_spend import ServerKeySpend
 from agentlasso.domain.conversation_play import NextUser
 from agentlasso.domain.conversations import Message, SimulatedUser, UserTurn
 from agentlasso.judge.calls import Judge
 from agentlasso.judge.keys import JudgeClients
 from agentlasso.judge.simulated_user import SimulatedUserPlayer
+
+# How stale this worker's reading of a project's spend on the server's key may be, and how long
+# what it spent may go uncounted. A simulated user asks the model hundreds of times a second;
+# reading and adding to the shared count each time was two of its five Redis round trips.
+SPEND_EVERY_S = 1.0
+
+
+class SpendMeter:
+    """A project's spend on the server's key, as one worker counts it: the day's budget read
+    at most once a second, what the worker spent added at most once a second. The budget may
+    be overrun by about a second of the worker's calls; a worker that dies loses at most a
+    second of its count."""
+
+    def __init__(
+        self, spend: ServerKeySpend, project_id: UUID, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._spend = spend
+        self._project_id = project_id
+        self._clock = clock
+        self._reason: str | None = None
+        self._read_at = -math.inf
+        self._unsaved_usd = 0.0
+        self._saved_at = clock()
+
+    async def spent_reason(self) -> str | None:
+        """Why no more calls may be made on the project's behalf today, or None."""
+        now = self._clock()
+        if now - self._read_at >= SPEND_EVERY_S:
+            self._read_at = now
+            self._reason = await self._spend.spent_reason(self._project_id)
+        return self._reason
+
+    async def add(self, cost_usd: float) -> None:
+        """Count a call's cost; the count is shared once a second."""
+        self._unsaved_usd += cost_usd
+        if self._clock() - self._saved_at >= SPEND_EVERY_S:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Share what is not counted yet."""
+        unsaved, self._unsaved_usd = self._unsaved_usd, 0.0
+        self._saved_at = self._clock()
+        if unsaved > 0:
+            await self._spend.add(self._project_id, unsaved)
 
 
 class SimulatedUsers:
@@ -25,6 +73,7 @@ class SimulatedUsers:
         self._clients = clients
         self._judge = judge
         self._players: dict[tuple[str, str, bool], SimulatedUserPlayer] = {}
+        self._meters: dict[UUID, SpendMeter] = {}
 
     async def for_project(self, project_id: UUID) -> NextUser | None:
         """Who plays the user in the project's conversations; None when it has no model."""
@@ -41,10 +90,14 @@ class SimulatedUsers:
 
     def _asking(self, player: SimulatedUserPlayer, project_id: UUID) -> NextUser:
         judge = self._judge
-        spend = judge.server_spend if judge is not None and player.server_key else None
+        spend = None
+        if judge is not None and judge.server_spend is not None and player.server_key:
+            spend = self._meters.get(project_id)
+            if spend is None:
+                spend = self._meters[project_id] = SpendMeter(judge.server_spend, project_id)
 
         async def next_user(simulated: SimulatedUser, messages: tuple[Message, ...]) -> UserTurn:
-            if spend is not None and (spent := await spend.spent_reason(project_id)) is not None:
+            if spend is not None and (spent := await spend.spent_reason()) is not None:
                 return UserTurn(user=None, done=False, reason=spent, failure=spent, calls=0)
             if judge is None:
                 asked = await player.ask(simulated, messages)
@@ -52,13 +105,15 @@ class SimulatedUsers:
                 async with judge.slot(project_id):
                     asked = await player.ask(simulated, messages)
             if spend is not None and asked.cost_usd:
-                await spend.add(project_id, asked.cost_usd)
+                await spend.add(asked.cost_usd)
             return msgspec.structs.replace(asked.turn, cost_usd=asked.cost_usd, calls=asked.calls)
 
         return next_user
 
     async def aclose(self) -> None:
-        """Close every player's connections."""
+        """Count what is not counted yet; close every player's connections."""
+        for meter in self._meters.values():
+            await meter.flush()
         for player in self._players.values():
             await player.aclose()
         self._players.clear()
