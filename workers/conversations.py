@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import msgspec
-
 from agentlasso.agents import AgentCallResult
 from agentlasso.domain.agent_calls import AgentCall, Attempt
 from agentlasso.domain.case_results import Reported
@@ -26,7 +24,7 @@ from agentlasso.domain.conversation_play import (
     play_conversation,
     turn_body,
 )
-from agentlasso.domain.conversations import Message, PlayedConversation
+from agentlasso.domain.conversations import Message, failed_turn, reported_answer
 from agentlasso.services.recording import CaseTrial, Reply
 
 # (body, turn number) -> the agent's answer; the lane's slots and pacing are the caller's.
@@ -61,8 +59,8 @@ def played_reply(
     """What is recorded of a played conversation: the final reply and every call in order,
     the first failed turn's error, and the calls' time added up."""
     played = play.conversation
-    output, tool_calls = _final_reply(played)
-    error = _stopped_by(played)
+    output, tool_calls = reported_answer(played)
+    error = failed_turn(played)
     latency_ms = sum(call.latency_ms for call in calls)
     attempts: tuple[Attempt, ...] = calls[-1].attempts if calls else ()
     return Reply(
@@ -72,21 +70,3 @@ def played_reply(
         agent_call=AgentCall(latency_ms=latency_ms, attempts=attempts, error=error),
         played=play.played(attempt),
     )  # fmt: skip
-
-
-def _final_reply(played: PlayedConversation) -> tuple[Any, Any]:
-    """The last turn's reply (UNSET when it gave none), and every turn's reported calls in
-    order (UNSET when no turn reported its calls)."""
-    last = played.turns[-1] if played.turns else None
-    output: Any = (
-        msgspec.UNSET if last is None or last.actual_output is None else last.actual_output
-    )
-    reported = [r.actual_tool_calls for r in played.turns if isinstance(r.actual_tool_calls, list)]
-    tool_calls: Any = [call for calls in reported for call in calls] if reported else msgspec.UNSET
-    return output, tool_calls
-
-
-def _stopped_by(played: PlayedConversation) -> str | None:
-    """`turn 3: <the call's error>` when an agent call stopped the conversation."""
-    failed = next((r for r in played.turns if r.error is not None), None)
-    return None if failed is None else f"turn {failed.turn}: {failed.error}"

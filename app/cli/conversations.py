@@ -1,5 +1,5 @@
 """Playing a conversation case from the CI machine (`agentlasso ci`, contract section 13): by
-the same rules as server mode (app/agents/conversations.py), one call to the local agent per
+the same rules as server mode (app/domain/conversation_play.py), one call to the local agent per
 turn, the simulated user's messages written by the platform
 (POST /eval-runs/{id}/next-user-turn); then posted as the result's turns."""
 

@@ -170,3 +170,24 @@ def first_message(case_input: Any, conversation: Conversation | None) -> Any:
         return conversation.turns[0].user
     simulated = conversation.simulated_user
     return "" if simulated is None else simulated.opening or simulated.goal
+
+
+def reported_answer(played: PlayedConversation) -> tuple[Any, Any]:
+    """What a conversation's result stores as the agent's answer: the final reply (UNSET when
+    it gave none), and every call of every turn in order (UNSET when some turn left its calls
+    unreported: a partial list would read as the whole)."""
+    final = played.turns[-1].actual_output if played.turns else None
+    output: Any = msgspec.UNSET if final is None else final
+    calls: list[Any] = []
+    for record in played.turns:
+        if not isinstance(record.actual_tool_calls, list):
+            return output, msgspec.UNSET
+        calls += record.actual_tool_calls
+    return output, calls if played.turns else msgspec.UNSET
+
+
+def failed_turn(played: PlayedConversation) -> str | None:
+    """`turn 3: <the call's error>` when an agent call stopped the conversation, else None:
+    the result's agent_error (the conversation errored)."""
+    failed = next((record for record in played.turns if record.error is not None), None)
+    return None if failed is None else f"turn {failed.turn}: {failed.error}"

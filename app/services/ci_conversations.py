@@ -9,7 +9,14 @@ from typing import Any
 import msgspec
 
 from agentlasso.domain.case_results import Played, Reported
-from agentlasso.domain.conversations import Conversation, EndedBy, PlayedConversation, TurnRecord
+from agentlasso.domain.conversations import (
+    Conversation,
+    EndedBy,
+    PlayedConversation,
+    TurnRecord,
+    failed_turn,
+    reported_answer,
+)
 from agentlasso.domain.grades import reply_text
 from agentlasso.domain.test_cases import PinnedCase
 from agentlasso.errors import FieldError
@@ -144,25 +151,11 @@ def default_ended_by(conversation: Conversation, turns: Sequence[TurnRecord]) ->
 
 
 def reported_of(played: Played) -> Reported:
-    """What a conversation's result stores as the agent's answer: the final reply, and every
-    call of every turn in order (unreported when some turn left its calls unreported)."""
-    turns = played.conversation.turns
-    final = turns[-1].actual_output if turns else None
-    calls: list[Any] = []
-    for turn in turns:
-        if not isinstance(turn.actual_tool_calls, list):
-            return Reported(
-                actual_output=msgspec.UNSET if final is None else final,
-            )
-        calls += turn.actual_tool_calls
-    return Reported(
-        actual_output=msgspec.UNSET if final is None else final, actual_tool_calls=calls
-    )
+    """What a conversation's result stores as the agent's answer (reported_answer)."""
+    output, calls = reported_answer(played.conversation)
+    return Reported(actual_output=output, actual_tool_calls=calls)
 
 
 def agent_error_of(played: Played) -> str | None:
     """The first failed turn's error, as the result's: the conversation errored."""
-    return next(
-        (f"turn {t.turn}: {t.error}" for t in played.conversation.turns if t.error is not None),
-        None,
-    )
+    return failed_turn(played.conversation)
