@@ -28,7 +28,7 @@ from agentlasso.grading.context import GradingContext
 from agentlasso.grading.judge_checks import EXPECTATION_ID, JudgeRequest, grade_expectation
 from agentlasso.grading.observations import observation_from_wire
 from agentlasso.grading.outcomes import failed_as, not_graded
-from agentlasso.grading.plan import expected_output, plan_case
+from agentlasso.grading.plan import CasePlan, expected_output, plan_case
 
 _NO_VERDICTS: Mapping[str, JudgeVerdict] = {}
 
@@ -44,7 +44,7 @@ def grade_conversation(
     assert conversation is not None, "a single-turn case is graded by grade_case"
     plan = plan_case(content)
     if played.not_graded_reason is not None:
-        return _not_graded(content, played.not_graded_reason)
+        return _not_graded(content, plan, played.not_graded_reason)
     results: list[CheckResult] = []
     for number, turn in enumerate(conversation.turns, start=1):
         if turn.checks:
@@ -63,27 +63,25 @@ def grade_conversation(
     return summarise(tuple(results), plan, causes)
 
 
-def _not_graded(content: TestCaseContent, reason: str) -> CaseResult:
+def _not_graded(content: TestCaseContent, plan: CasePlan, reason: str) -> CaseResult:
     """Every check not graded, with the reason: a conversation that could not be played out
-    is neither passed nor failed."""
+    (the simulated user's model unavailable) is never passed. By the case rules of section 4,
+    a critical check that could not be graded fails the case, so the gate counts it; with only
+    minor checks the case is not graded."""
     conversation = content.conversation
     assert conversation is not None
-    detail = f"Not graded: {reason.strip().rstrip('.')}."
+    why = reason.strip().rstrip(".")
+    detail = f"Not graded: {why}."
     checks = [
         msgspec.structs.replace(
             not_graded(c.id or "", c.severity, detail, type_of(type(c))), turn=n
         )
         for n, c in conversation.turn_checks()
-    ] + [
-        not_graded(c.id or "", c.severity, detail, type_of(type(c)))
-        for c in plan_case(content).checks
-    ]
+    ] + [not_graded(c.id or "", c.severity, detail, type_of(type(c))) for c in plan.checks]
     if expected_output(content) is not None:
         checks.append(not_graded(EXPECTATION_ID, "critical", detail))
-    return CaseResult(
-        score=None, pass_fail=False, graded=False, partially_graded=True,
-        judge_reasoning=detail, check_results=tuple(checks),
-    )  # fmt: skip
+    cause = f"The conversation could not be played out: {why}."
+    return summarise(tuple(checks), plan, (cause,))
 
 
 def _grade_turn(

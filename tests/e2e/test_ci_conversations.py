@@ -176,7 +176,7 @@ def test_a_simulated_user_plays_on_after_the_script(
     assert stored["ended_by"] == "simulated_user" and stored["pass_fail"] is True
 
 
-def test_a_simulated_user_that_cannot_be_asked_leaves_the_case_not_graded(
+def test_a_simulated_user_that_cannot_be_asked_leaves_its_checks_not_graded_and_fails(
     api_process_url: str, api_key: str, agent: ConversationAgent
 ) -> None:
     case = {
@@ -193,6 +193,7 @@ def test_a_simulated_user_that_cannot_be_asked_leaves_the_case_not_graded(
     assert done.returncode == 1, done.stdout + done.stderr
     assert len(platform.asked) == 1
     stored = stored_results(api_process_url, api_key, done.stdout)[case_id]
-    assert stored["graded"] is False and stored["outcome"] == "not_graded"
+    assert stored["outcome"] == "failed" and stored["pass_fail"] is False
+    assert {c["status"] for c in stored["check_results"]} == {"not_graded"}
     assert "simulated user could not be asked" in stored["judge_reasoning"]
     assert [t["turn"] for t in stored["turns"]] == [1]

@@ -132,7 +132,7 @@ def test_the_simulated_user_is_the_platforms_model_until_its_goal_or_max_turns(
     assert judge["cost_usd"] == pytest.approx(5 * CALL_COST_USD)
 
 
-def test_a_model_outage_posts_the_conversation_not_graded_and_the_gate_fails(
+def test_a_model_outage_posts_the_conversations_checks_not_graded_and_the_gate_fails(
     api_url: str, key: str, fake: FakeAnthropic, agent: ConversationAgent
 ) -> None:
     who = persona()
@@ -144,9 +144,12 @@ def test_a_model_outage_posts_the_conversation_not_graded_and_the_gate_fails(
     assert "simulated user could not be asked" in done.stdout
     assert user_turn_requests(fake, who) == 3, "the platform retried the model as the judge does"
     stored = stored_results(api_url, key, done.stdout)[case_id]
-    assert stored["graded"] is False and stored["outcome"] == "not_graded"
+    # Its critical checks could not be graded: that fails the case (section 4's rule).
+    assert stored["outcome"] == "failed" and stored["pass_fail"] is False
+    assert {c["status"] for c in stored["check_results"]} == {"not_graded"}
     assert "simulated user could not be asked" in stored["judge_reasoning"]
     assert "503" in stored["judge_reasoning"]
     assert [t["turn"] for t in stored["turns"]] == [1], "nothing past the turn it could not ask"
     run = run_of(api_url, key, done.stdout)
-    assert run["ci_pass"] is False and run["counts"]["not_graded"] == 1
+    assert run["ci_pass"] is False and run["counts"]["graded"] == 1
+    assert run["counts"]["passed"] == 0

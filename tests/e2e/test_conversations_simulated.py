@@ -139,7 +139,7 @@ def overloaded_user(request: Request) -> Answer:
     return default_answer(request)
 
 
-async def test_a_model_outage_leaves_the_conversation_not_graded_never_passed(
+async def test_a_model_outage_leaves_the_conversations_checks_not_graded_and_never_passed(
     settings: Settings,
     api_key: str,
     workers: WorkerProcesses,
@@ -154,21 +154,29 @@ async def test_a_model_outage_leaves_the_conversation_not_graded_never_passed(
             sam = {**LEE, "persona": "Sam, who never finishes a sentence"}
             blank = {"conversation": {"turns": [{"user": OPENING}], "simulated_user": sam},
                      "checks": LOOKED_UP}  # fmt: skip
-            final, (out_id, blank_id) = await one_run(client, agent.url, [out, blank])
+            # A conversation that needs no model passes beside them: the gate must still fail.
+            fine = {"conversation": {"turns": [{"user": OPENING, "checks": LOOKED_UP}]}}
+            final, (out_id, blank_id, fine_id) = await one_run(
+                client, agent.url, [out, blank, fine]
+            )
             results = {r["test_case_id"]: r for r in await all_results(client, final["run_id"])}
     rows = {r["case_id"]: r for r in await stored_rows(database_url, final["run_id"])}
     result = results[out_id]
-    assert result["outcome"] == "not_graded" and result["pass_fail"] is False, result
+    # Its critical check could not be graded: that fails the case, as for any case (section 4).
+    assert result["outcome"] == "failed" and result["pass_fail"] is False, result
     assert "simulated user was unavailable after 3 tries" in result["judge_reasoning"], result
     assert "overload" in result["judge_reasoning"].lower(), result["judge_reasoning"]
     assert [c["status"] for c in result["check_results"]] == ["not_graded"]
     assert rows[out_id]["ended_by"] == "simulated_user" and len(rows[out_id]["turns"]) == 1
     # An answer with no message, still so after the retries: no message is made up for it.
     unusable = results[blank_id]
-    assert unusable["outcome"] == "not_graded" and unusable["pass_fail"] is False, unusable
+    assert unusable["outcome"] == "failed" and unusable["pass_fail"] is False, unusable
+    assert {c["status"] for c in unusable["check_results"]} == {"not_graded"}
     assert "answer could not be used" in unusable["judge_reasoning"], unusable
     assert len(rows[blank_id]["turns"]) == 1
-    assert final["ci_pass"] is False and final["counts"]["passed"] == 0
+    assert results[fine_id]["outcome"] == "passed"
+    assert final["ci_pass"] is False and final["counts"]["passed"] == 1
+    assert final["counts"]["graded"] == 3, "the two unplayed conversations count as failed"
     assert fake.count(529) == 3
     assert final["judge"]["calls"] == len(fake.requests), "failed calls are counted too"
 
@@ -184,7 +192,8 @@ async def test_without_a_key_a_simulated_conversation_is_not_graded_saying_why(
             final, _ = await one_run(client, agent.url, [case])
             (result,) = await all_results(client, final["run_id"])
     assert fake.requests == []
-    assert result["outcome"] == "not_graded" and result["pass_fail"] is False, result
+    assert result["outcome"] == "failed" and result["pass_fail"] is False, result
+    assert [c["status"] for c in result["check_results"]] == ["not_graded"]
     assert "no model is configured" in result["judge_reasoning"], result["judge_reasoning"]
     assert final["ci_pass"] is False
 

@@ -250,7 +250,7 @@ def test_a_single_turn_answer_grades_and_asks_as_before() -> None:
     assert result.outcome == "passed"
 
 
-def test_an_outage_of_the_simulated_user_leaves_the_conversation_not_graded() -> None:
+def test_an_outage_of_the_simulated_user_is_never_passed() -> None:
     outage = PlayedConversation(
         turns=(turn(1, "What is your order number?"),),
         ended_by="simulated_user",
@@ -258,11 +258,29 @@ def test_an_outage_of_the_simulated_user_leaves_the_conversation_not_graded() ->
     )
     content = refund_case(expected_output="Refund confirmed.")
     result = grade_answer(content, outage, {})
-    assert result.outcome == "not_graded"
-    assert result.judge_reasoning == (
-        "Not graded: the simulated user's model did not answer (HTTP 529 overloaded)."
-    )
+    # Its critical checks could not be graded: as for any case, that fails it (the gate
+    # counts it), and every check says why it was not graded.
+    assert (result.outcome, result.pass_fail) == ("failed", False)
     assert {r.status for r in result.check_results} == {"not_graded"}
+    assert {r.detail for r in result.check_results} == {
+        "Not graded: the simulated user's model did not answer (HTTP 529 overloaded)."
+    }
+    assert result.judge_reasoning.startswith("No check could be graded. Not graded: ")
+    assert result.judge_reasoning.endswith(
+        "The conversation could not be played out: the simulated user's model did not answer "
+        "(HTTP 529 overloaded)."
+    )
     assert [r.turn for r in result.check_results][:3] == [1, 2, 3]
     assert verdicts_needed(content, outage) == ()
-    assert grade_answer(refund_case(), outage, {}).outcome == "not_graded"
+
+
+def test_an_outage_with_only_minor_checks_leaves_the_conversation_not_graded() -> None:
+    outage = PlayedConversation(turns=(), ended_by="simulated_user", not_graded_reason="down")
+    content = with_conversation_ids(
+        TestCaseContent(
+            conversation=Conversation(turns=(ScriptedTurn(user="hi"),)),
+            checks=(OutputContains(value="hello", severity="minor"),),
+        )
+    )
+    result = grade_answer(content, outage, {})
+    assert result.outcome == "not_graded" and not result.pass_fail
