@@ -33,6 +33,10 @@ NO_AGENT = (
 )
 
 PREVIEW_NO_JUDGE = "previews do not call the AI judge; runs do"
+CONVERSATION_PREVIEW = (
+    "This case is a conversation: one reply cannot grade its turns. Preview it in the rubric "
+    "editor (which plays it, or grades a pasted transcript), or run it."
+)
 
 
 def preview(
@@ -41,7 +45,12 @@ def preview(
     actual_tool_calls: Any,
     out_of_time: Callable[[], bool],
 ) -> CaseResult:
-    """The grade the case would get for this reply and these tool calls (UNSET: not reported)."""
+    """The grade the case would get for this reply and these tool calls (UNSET: not reported).
+    A conversation is graded turn by turn, never on one reply: InvalidInput."""
+    if content.conversation is not None:
+        raise InvalidInput(
+            CONVERSATION_PREVIEW, [FieldError(pointer="/conversation", detail=CONVERSATION_PREVIEW)]
+        )
     observation = observation_from_wire(actual_output, actual_tool_calls)
     verdicts = unavailable_verdicts(judge_requests(content, observation), PREVIEW_NO_JUDGE)
     return grade_case(content, observation, verdicts, out_of_time)
@@ -100,8 +109,7 @@ async def preview_with_agent(
     """Call the project's agent with the unsaved case, then grade its reply as a run would."""
     if content.input is None:
         raise InvalidInput(
-            "A conversation is previewed turn by turn.",
-            [FieldError(pointer="/conversation", detail="Preview a conversation case as such.")],
+            CONVERSATION_PREVIEW, [FieldError(pointer="/conversation", detail=CONVERSATION_PREVIEW)]
         )
     agent = await default_agent(platform, project_id)
     if agent is None:

@@ -47,6 +47,13 @@ def kind_problems(content: TestCaseContent) -> list[FieldError]:
     if content.input is not None:
         detail = "A test case has an input or a conversation, never both."
         return [FieldError(pointer="/conversation", detail=detail)]
+    if content.evaluation_criteria_json:
+        # Its older criteria would become checks numbered apart from the turns' (4.4).
+        detail = (
+            "evaluation_criteria_json is for single-turn cases: a conversation's checks are its "
+            "turns' and its own checks lists."
+        )
+        return [FieldError(pointer="/evaluation_criteria_json", detail=detail)]
     problems = conversation_problems(content.conversation)
     return [FieldError(pointer=pointer, detail=detail) for pointer, detail in problems]
 
