@@ -40,7 +40,7 @@ def grade_case(
     context = GradingContext(observation, verdicts, out_of_time)
     results = grade_checks(plan.checks, context)
     if expected_output(content) is not None:
-        results.append(_grade_expectation(content, context))
+        results.append(expectation_check(content, context))
     return summarise(tuple(results), plan, blocking_causes(context, results))
 
 
@@ -72,8 +72,9 @@ def _ungradable(check: Check) -> CheckResult:
     return failed_as(check.id or "", tag, check.severity, detail)
 
 
-def _grade_expectation(content: TestCaseContent, context: GradingContext) -> CheckResult:
-    """The implicit critical check on expected_output, under the same rules as a judge check."""
+def expectation_check(content: TestCaseContent, context: GradingContext) -> CheckResult:
+    """The implicit critical check on expected_output, under the same rules as a judge check
+    (failed, saying so, when the reply it judges is missing)."""
     blocked = context.unmet["reply"]
     if blocked is not None:
         return failed_as(EXPECTATION_ID, "llm_judge", "critical", blocked)

@@ -23,9 +23,14 @@ from agentlasso.domain.conversations import (
 )
 from agentlasso.domain.grades import CaseResult, CheckResult, JudgeVerdict, Observation, ToolCall
 from agentlasso.domain.test_cases import TestCaseContent
-from agentlasso.grading.case import grade_checks, never_out_of_time, summarise
+from agentlasso.grading.case import (
+    expectation_check,
+    grade_checks,
+    never_out_of_time,
+    summarise,
+)
 from agentlasso.grading.context import GradingContext
-from agentlasso.grading.judge_checks import EXPECTATION_ID, JudgeRequest, grade_expectation
+from agentlasso.grading.judge_checks import EXPECTATION_ID, JudgeRequest
 from agentlasso.grading.observations import observation_from_wire
 from agentlasso.grading.outcomes import failed_as, not_graded
 from agentlasso.grading.plan import CasePlan, expected_output, plan_case
@@ -54,7 +59,7 @@ def grade_conversation(
         context = GradingContext(whole_observation(played), verdicts, out_of_time)
         results += grade_checks(plan.checks, context)
         if expected_output(content) is not None:
-            results.append(grade_expectation(content, context))
+            results.append(expectation_check(content, context))
     else:
         results += [_unrun(check, stopped) for check in plan.checks]
         if expected_output(content) is not None:

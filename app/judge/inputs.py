@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from agentlasso.domain.conversations import Message
 from agentlasso.domain.grades import JudgeVerdict, Observation
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.grading.judge_checks import JudgeRequest
@@ -26,20 +27,16 @@ def shown_to_judge(
 ) -> tuple[JudgeQuestion, list[str]]:
     """The question as the judge sees it, and a note for each part that was cut."""
     cut: list[str] = []
-    shown_reply = observation.actual_output
-    shown_input: Any = content.input
-    if request.conversation_input is not None:
-        # A conversation: the transcript before the reply judged is what the user said.
+    if request.conversation_input is None:
+        shown_reply = observation.actual_output
+        case_input = _cut_json(content.input, max_chars, "the input", cut)
+    else:
+        # A conversation: the transcript before the reply judged is what the user said; its
+        # latest messages, nearest the reply, are the ones kept.
         shown_reply = request.conversation_reply
-        shown_input = msgspec.to_builtins(request.conversation_input)
+        case_input = _transcript_end(request.conversation_input, max_chars, cut)
     reply = _cut_text(shown_reply or "", max_chars, "the reply", cut)
     criterion = _cut_text(request.criterion, max_chars, _criterion_name(request), cut)
-    case_input = _cut_json(
-        shown_input,
-        max_chars,
-        "the conversation so far" if request.conversation_input is not None else "the input",
-        cut,
-    )
     shown_context = (
         None if context is None else _cut_json(context, max_chars, "the data context", cut)
     )
@@ -60,6 +57,28 @@ def with_cut_note(verdict: JudgeVerdict, cut: list[str]) -> JudgeVerdict:
         return verdict
     note = f" (The judge was shown only the start of {', '.join(cut)}.)"
     return msgspec.structs.replace(verdict, reasoning=verdict.reasoning + note)
+
+
+def _transcript_end(messages: tuple[Message, ...], max_chars: int, cut: list[str]) -> Any:
+    """The transcript as JSON when it fits; else its latest messages that fit, whole (the
+    oldest left out, and counted)."""
+    encoded = [msgspec.json.encode(message).decode() for message in messages]
+    total = sum(len(text) + 1 for text in encoded)
+    if total <= max_chars:
+        return msgspec.to_builtins(list(messages))
+    kept: list[Message] = []
+    size = 0
+    for message, text in zip(reversed(messages), reversed(encoded), strict=True):
+        size += len(text) + 1
+        if size > max_chars:
+            break
+        kept.append(message)
+    left_out = len(messages) - len(kept)
+    cut.append(f"the conversation so far (its latest {len(kept)} of {len(messages)} messages)")
+    if not kept:
+        # Even the latest message alone is too long: the end of its JSON.
+        return {"end_of_json": encoded[-1][-max_chars:], "messages_left_out": left_out}
+    return {"messages_left_out": left_out, "latest": msgspec.to_builtins(kept[::-1])}
 
 
 def _criterion_name(request: JudgeRequest) -> str:

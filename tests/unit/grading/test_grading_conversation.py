@@ -284,3 +284,16 @@ def test_an_outage_with_only_minor_checks_leaves_the_conversation_not_graded() -
     )
     result = grade_answer(content, outage, {})
     assert result.outcome == "not_graded" and not result.pass_fail
+
+
+def test_the_expectation_fails_when_the_final_reply_was_not_reported() -> None:
+    content = with_conversation_ids(
+        TestCaseContent(
+            conversation=Conversation(turns=(ScriptedTurn(user="hi"),)),
+            expected_output="A greeting.",
+        )
+    )
+    unreported = PlayedConversation(turns=(TurnRecord(turn=1, user="hi"),), ended_by="script")
+    (expectation,) = grade_answer(content, unreported, {}).check_results
+    assert expectation.status == "failed"
+    assert expectation.detail == "The reply was not reported, so this check cannot be verified."
