@@ -1,4 +1,6 @@
-"""The AI judge for previews, opened in the API process the first time a preview needs it.
+"""The AI judge for previews, opened in the API process the first time a preview needs it;
+and the simulated user the API asks (a CI client's next-user-turn, a conversation's preview),
+one player per key and model kept open for the process.
 
 Runs are judged by workers; a preview is judged at once, in the request, by the same code (the
 cache, the shared limits, repeats near a floor, the project's own key and model). The model SDK
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 
     from agentlasso.judge.calls import Judge
     from agentlasso.judge.keys import JudgeClients
+    from agentlasso.judge.simulated_user import SimulatedUserPlayer
 
 
 class PreviewJudge:
@@ -38,6 +41,7 @@ class PreviewJudge:
         self._redis = redis
         self._secret_key = secret_key
         self._opened: tuple[Judge, JudgeClients] | None = None
+        self._players: dict[tuple[str, str, bool], SimulatedUserPlayer] = {}
 
     async def verdicts(
         self,
@@ -72,8 +76,28 @@ class PreviewJudge:
         }
         return verdicts, [record for _, record in answered]
 
+    async def simulated_user(self, project_id: UUID) -> SimulatedUserPlayer | None:
+        """Who plays the user for the project: its judge key and model, else the server's
+        (None when neither has a key); opened once and kept, so a turn costs no new
+        connection."""
+        from agentlasso.judge.simulated_user import SimulatedUserPlayer
+
+        _, clients = self._open()
+        chosen = await clients.settings_for(project_id)
+        if chosen is None or chosen.api_key is None:
+            return None
+        server_key = await clients.uses_server_key(project_id)
+        key = (chosen.api_key, chosen.model, server_key)
+        player = self._players.get(key)
+        if player is None:
+            prices = self._settings.judge_prices
+            player = self._players[key] = SimulatedUserPlayer(chosen, prices, server_key=server_key)
+        return player
+
     async def aclose(self) -> None:
-        """Close the judge clients, if they were ever opened."""
+        """Close the judge clients and the players, if they were ever opened."""
+        for player in self._players.values():
+            await player.aclose()
         if self._opened is not None:
             await self._opened[1].aclose()
 

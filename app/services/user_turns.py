@@ -131,23 +131,18 @@ async def _ask_model(
     platform: Platform, project_id: UUID, run_id: UUID, simulated: SimulatedUser,
     messages: tuple[Message, ...],
 ) -> UserTurn:  # fmt: skip
-    # Loaded on first use: the model SDK costs an API process some 77 MB.
-    from agentlasso.judge.simulated_user import player_for
-
-    player = await player_for(platform, project_id)
+    # Opened on first use, kept for the process: the model SDK costs it some 77 MB.
+    player = await platform.preview_judge.simulated_user(project_id)
     if player is None:
         raise Conflict(NO_MODEL_KEY)
-    try:
-        if player.server_key:
-            spent = await platform.server_spend.spent_reason(project_id)
-            if spent is not None:
-                raise Unavailable(
-                    f"The simulated user could not be asked: {spent}.",
-                    retry_after_s=seconds_to_next_day(time.time()),
-                )
-        asked = await player.ask(simulated, messages)
-    finally:
-        await player.aclose()
+    if player.server_key:
+        spent = await platform.server_spend.spent_reason(project_id)
+        if spent is not None:
+            raise Unavailable(
+                f"The simulated user could not be asked: {spent}.",
+                retry_after_s=seconds_to_next_day(time.time()),
+            )
+    asked = await player.ask(simulated, messages)
     turn = asked.turn
     cost = asked.cost_usd or 0.0
     await run_counts.add(platform.pool, run_id, Counters(), _spend(turn, asked.calls, cost))
