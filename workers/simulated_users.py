@@ -5,12 +5,14 @@ counted against the project's daily budget, as the judge's is.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable
 from uuid import UUID
 
 import msgspec
+from redis.exceptions import RedisError
 
 from agentlasso.config import Settings
 from agentlasso.coordination.server_spend import ServerKeySpend
@@ -24,6 +26,11 @@ from agentlasso.judge.simulated_user import SimulatedUserPlayer
 # what it spent may go uncounted. A simulated user asks the model hundreds of times a second;
 # reading and adding to the shared count each time was two of its five Redis round trips.
 SPEND_EVERY_S = 1.0
+NO_SLOT = (
+    "the simulated user could not be asked: Redis, which holds the judge's slots, did not answer"
+)
+
+log = logging.getLogger("agentlasso.simulated_users")
 
 
 class SpendMeter:
@@ -102,8 +109,16 @@ class SimulatedUsers:
             if judge is None:
                 asked = await player.ask(simulated, messages)
             else:
-                async with judge.slot(project_id):
-                    asked = await player.ask(simulated, messages)
+                try:
+                    async with judge.slot(project_id):
+                        asked = await player.ask(simulated, messages)
+                except (RedisError, OSError):
+                    # The judge's slots live in Redis: its conversation ends not graded, rather
+                    # than the chunk failing with every conversation it holds.
+                    log.warning(
+                        "the simulated user was not asked: Redis did not answer", exc_info=True
+                    )
+                    return UserTurn(user=None, done=False, reason=NO_SLOT, failure=NO_SLOT, calls=0)
             if spend is not None and asked.cost_usd:
                 await spend.add(asked.cost_usd)
             return msgspec.structs.replace(asked.turn, cost_usd=asked.cost_usd, calls=asked.calls)
