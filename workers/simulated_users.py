@@ -35,9 +35,10 @@ log = logging.getLogger("agentlasso.simulated_users")
 
 class SpendMeter:
     """A project's spend on the server's key, as one worker counts it: the day's budget read
-    at most once a second, what the worker spent added at most once a second. The budget may
-    be overrun by about a second of the worker's calls; a worker that dies loses at most a
-    second of its count."""
+    at most once a second; what the worker spent added by its next call a second on, or by
+    the worker's duty (`SimulatedUsers.share_spend`, every SPEND_EVERY_S), so a worker that
+    goes idle shares it within a second too. The budget may be overrun by about a second of
+    the workers' calls; a worker that dies loses at most a second of its count."""
 
     def __init__(
         self, spend: ServerKeySpend, project_id: UUID, clock: Callable[[], float] = time.monotonic
@@ -63,6 +64,11 @@ class SpendMeter:
         self._unsaved_usd += cost_usd
         if self._clock() - self._saved_at >= SPEND_EVERY_S:
             await self.flush()
+
+    @property
+    def unsaved_usd(self) -> float:
+        """What this worker spent that is not shared yet."""
+        return self._unsaved_usd
 
     async def flush(self) -> None:
         """Share what is not counted yet."""
@@ -95,13 +101,25 @@ class SimulatedUsers:
             self._players[key] = player
         return self._asking(player, project_id)
 
+    def meter(self, project_id: UUID) -> SpendMeter | None:
+        """The project's meter of its spend on the server's key; None without a server judge."""
+        judge = self._judge
+        if judge is None or judge.server_spend is None:
+            return None
+        meter = self._meters.get(project_id)
+        if meter is None:
+            meter = self._meters[project_id] = SpendMeter(judge.server_spend, project_id)
+        return meter
+
+    async def share_spend(self) -> None:
+        """Share every meter's spend not counted yet (a worker duty, every SPEND_EVERY_S)."""
+        for meter in list(self._meters.values()):
+            if meter.unsaved_usd > 0:
+                await meter.flush()
+
     def _asking(self, player: SimulatedUserPlayer, project_id: UUID) -> NextUser:
         judge = self._judge
-        spend = None
-        if judge is not None and judge.server_spend is not None and player.server_key:
-            spend = self._meters.get(project_id)
-            if spend is None:
-                spend = self._meters[project_id] = SpendMeter(judge.server_spend, project_id)
+        spend = self.meter(project_id) if player.server_key else None
 
         async def next_user(simulated: SimulatedUser, messages: tuple[Message, ...]) -> UserTurn:
             if spend is not None and (spent := await spend.spent_reason()) is not None:
