@@ -16,6 +16,7 @@ from uuid import UUID
 
 import asyncpg
 import msgspec
+from redis.exceptions import RedisError
 
 from agentlasso.agents import AgentCallResult, AgentTarget
 from agentlasso.agents.address_guard import origin_of
@@ -198,8 +199,7 @@ async def _calls_for(state: WorkerState, plan: RunPlan, held: Held) -> list[Repl
     answered = False
     try:
         items = await _items(state, plan, held)
-        # The project's quota of calls a minute to this agent's host, shared by every worker.
-        await state.host_pacer.turn(f"{plan.project_id}:{_host(plan.target.url)}", len(items))
+        await _pace(state, plan, len(items))
         calls = await _calls(state, plan, items, held.attempt)
         answered = True
         return calls
@@ -312,6 +312,14 @@ async def _items(state: WorkerState, plan: RunPlan, held: Held) -> list[CaseTria
     return [item for item in items if (item.case.test_case_id, item.trial) not in done]
 
 
+async def _pace(state: WorkerState, plan: RunPlan, calls: int = 1) -> None:
+    """The calls' turns under the project's quota a minute to the agent's host (all workers')."""
+    try:
+        await state.host_pacer.turn(f"{plan.project_id}:{_host(plan.target.url)}", calls)
+    except (RedisError, OSError):  # unpaced, rather than lose the chunk's conversations
+        log.warning("agent calls are not paced: Redis did not answer", exc_info=True)
+
+
 def _host(url: str) -> str:
     """Where calls to this URL go: its host and port."""
     origin = origin_of(url)
@@ -358,7 +366,7 @@ async def _call(state: WorkerState, plan: RunPlan, item: CaseTrial, attempt: int
 
     async def call_agent(turn_body: dict[str, Any], turn: int) -> AgentCallResult:
         if turn > 1:  # the chunk took its first turns' pace at once
-            await state.host_pacer.turn(f"{plan.project_id}:{_host(plan.target.url)}")
+            await _pace(state, plan)
         return await _agent_call(state, plan, turn_body)
 
     if case.content.conversation is not None:

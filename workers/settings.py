@@ -25,7 +25,7 @@ from agentlasso.services.operations import refresh_queue_gauges
 from agentlasso.traces.trace_limits import trace_limits
 from agentlasso_workers.lane_balance import LoadBoard
 from agentlasso_workers.lanes import run_lane as run_lane_service
-from agentlasso_workers.simulated_users import SimulatedUsers
+from agentlasso_workers.simulated_users import SPEND_EVERY_S, SimulatedUsers
 from agentlasso_workers.state import WorkerState
 from agentlasso_workers.trace_reading import delete_expired_traces, read_waiting_traces
 from agentlasso_workers.upkeep import (
@@ -35,6 +35,7 @@ from agentlasso_workers.upkeep import (
     liveness,
     reap,
     send_heartbeat,
+    share_spend,
     watch_cancellations,
 )
 
@@ -96,6 +97,7 @@ async def startup(ctx: dict[str, Any]) -> None:
         asyncio.create_task(watch_loop_lag()),
         asyncio.create_task(every(BALANCE_S, lambda: balance_lanes(state, board))),
         asyncio.create_task(every(stale_s / 4, lambda: send_heartbeat(state))),
+        asyncio.create_task(every(SPEND_EVERY_S, lambda: share_spend(state))),
         asyncio.create_task(every(CANCEL_CHECK_S, lambda: watch_cancellations(state))),
         asyncio.create_task(every(stale_s / 4, lambda: reap(state, stale_s, LOST_AFTER_S))),
         asyncio.create_task(

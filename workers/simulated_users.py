@@ -5,12 +5,14 @@ counted against the project's daily budget, as the judge's is.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable
 from uuid import UUID
 
 import msgspec
+from redis.exceptions import RedisError
 
 from agentlasso.config import Settings
 from agentlasso.coordination.server_spend import ServerKeySpend
@@ -24,13 +26,19 @@ from agentlasso.judge.simulated_user import SimulatedUserPlayer
 # what it spent may go uncounted. A simulated user asks the model hundreds of times a second;
 # reading and adding to the shared count each time was two of its five Redis round trips.
 SPEND_EVERY_S = 1.0
+NO_SLOT = (
+    "the simulated user could not be asked: Redis, which holds the judge's slots, did not answer"
+)
+
+log = logging.getLogger("agentlasso.simulated_users")
 
 
 class SpendMeter:
     """A project's spend on the server's key, as one worker counts it: the day's budget read
-    at most once a second, what the worker spent added at most once a second. The budget may
-    be overrun by about a second of the worker's calls; a worker that dies loses at most a
-    second of its count."""
+    at most once a second; what the worker spent added by its next call a second on, or by
+    the worker's duty (`SimulatedUsers.share_spend`, every SPEND_EVERY_S), so a worker that
+    goes idle shares it within a second too. The budget may be overrun by about a second of
+    the workers' calls; a worker that dies loses at most a second of its count."""
 
     def __init__(
         self, spend: ServerKeySpend, project_id: UUID, clock: Callable[[], float] = time.monotonic
@@ -56,6 +64,11 @@ class SpendMeter:
         self._unsaved_usd += cost_usd
         if self._clock() - self._saved_at >= SPEND_EVERY_S:
             await self.flush()
+
+    @property
+    def unsaved_usd(self) -> float:
+        """What this worker spent that is not shared yet."""
+        return self._unsaved_usd
 
     async def flush(self) -> None:
         """Share what is not counted yet."""
@@ -88,13 +101,25 @@ class SimulatedUsers:
             self._players[key] = player
         return self._asking(player, project_id)
 
+    def meter(self, project_id: UUID) -> SpendMeter | None:
+        """The project's meter of its spend on the server's key; None without a server judge."""
+        judge = self._judge
+        if judge is None or judge.server_spend is None:
+            return None
+        meter = self._meters.get(project_id)
+        if meter is None:
+            meter = self._meters[project_id] = SpendMeter(judge.server_spend, project_id)
+        return meter
+
+    async def share_spend(self) -> None:
+        """Share every meter's spend not counted yet (a worker duty, every SPEND_EVERY_S)."""
+        for meter in list(self._meters.values()):
+            if meter.unsaved_usd > 0:
+                await meter.flush()
+
     def _asking(self, player: SimulatedUserPlayer, project_id: UUID) -> NextUser:
         judge = self._judge
-        spend = None
-        if judge is not None and judge.server_spend is not None and player.server_key:
-            spend = self._meters.get(project_id)
-            if spend is None:
-                spend = self._meters[project_id] = SpendMeter(judge.server_spend, project_id)
+        spend = self.meter(project_id) if player.server_key else None
 
         async def next_user(simulated: SimulatedUser, messages: tuple[Message, ...]) -> UserTurn:
             if spend is not None and (spent := await spend.spent_reason()) is not None:
@@ -102,8 +127,16 @@ class SimulatedUsers:
             if judge is None:
                 asked = await player.ask(simulated, messages)
             else:
-                async with judge.slot(project_id):
-                    asked = await player.ask(simulated, messages)
+                try:
+                    async with judge.slot(project_id):
+                        asked = await player.ask(simulated, messages)
+                except (RedisError, OSError):
+                    # The judge's slots live in Redis: its conversation ends not graded, rather
+                    # than the chunk failing with every conversation it holds.
+                    log.warning(
+                        "the simulated user was not asked: Redis did not answer", exc_info=True
+                    )
+                    return UserTurn(user=None, done=False, reason=NO_SLOT, failure=NO_SLOT, calls=0)
             if spend is not None and asked.cost_usd:
                 await spend.add(asked.cost_usd)
             return msgspec.structs.replace(asked.turn, cost_usd=asked.cost_usd, calls=asked.calls)

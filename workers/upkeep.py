@@ -1,4 +1,5 @@
-"""A worker's background duties: heartbeats, noticing cancelled runs, reaping lost chunks."""
+"""A worker's background duties: heartbeats, noticing cancelled runs, reaping lost chunks,
+sharing the simulated user's spend."""
 
 from __future__ import annotations
 
@@ -52,6 +53,13 @@ async def send_heartbeat(state: WorkerState) -> None:
     if held:
         await chunk_rows.heartbeat(state.pool, state.worker_id, held)
     state.last_beat_at = time.monotonic()
+
+
+async def share_spend(state: WorkerState) -> None:
+    """Share what the simulated user spent on the server's key and is not counted yet: a
+    worker that goes idle shares it within SPEND_EVERY_S, not only on its next call."""
+    if state.simulated_users is not None:
+        await state.simulated_users.share_spend()
 
 
 async def balance_lanes(state: WorkerState, board: LoadBoard) -> None:

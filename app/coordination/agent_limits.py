@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from uuid import UUID
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 log = logging.getLogger("agentlasso.limits")
 
@@ -41,6 +42,9 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return renewed
 """
 _RETRY_S = 0.02
+# How long an acquire waits for Redis to answer again before it gives up (about a restart's).
+REDIS_PATIENCE_S = 30.0
+_REDIS_RETRY_S = 0.5
 
 
 class _Gate:
@@ -103,19 +107,30 @@ class AgentLimiter:
                 del self._gates[(key, limit)]
 
     async def _wait_for_slot(self, key: str, token: str, limit: int) -> None:
+        away_since: float | None = None
         while True:
-            now_ms = int(time.time() * 1000)
-            args: list[int | str] = [
-                now_ms,
-                now_ms + self.lease_ms,
-                limit,
-                token,
-                self.lease_ms * 2,
-            ]
-            if await self._acquire(keys=[key], args=args):
-                return
+            try:
+                if await self._try_acquire(key, token, limit):
+                    return
+                away_since, pause_s = None, _RETRY_S
+            except (RedisError, OSError):
+                now = time.monotonic()
+                if away_since is None:
+                    away_since = now
+                    log.warning(
+                        "Redis did not answer for a concurrency slot; waiting", exc_info=True
+                    )
+                if now - away_since >= REDIS_PATIENCE_S:
+                    raise
+                pause_s = _REDIS_RETRY_S
             # Jitter, so waiting workers do not retry in lockstep.
-            await asyncio.sleep(_RETRY_S * (1 + random.random()))  # noqa: S311
+            await asyncio.sleep(pause_s * (1 + random.random()))  # noqa: S311
+
+    async def _try_acquire(self, key: str, token: str, limit: int) -> bool:
+        """Take a slot if one is free (expired leases swept first)."""
+        now_ms = int(time.time() * 1000)
+        args: list[int | str] = [now_ms, now_ms + self.lease_ms, limit, token, self.lease_ms * 2]
+        return bool(await self._acquire(keys=[key], args=args))
 
     async def _keep(self, key: str, token: str) -> None:
         """Extend the lease while the block runs, so a long call keeps its slot."""

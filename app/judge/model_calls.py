@@ -14,7 +14,7 @@ import msgspec
 from anthropic.types import Message, TextBlock, ToolUseBlock
 
 from agentlasso.domain.judging import Usage
-from agentlasso.judge.model_transport import PooledTransport
+from agentlasso.judge.model_transport import PooledTransport, proxied
 from agentlasso.judge.verdicts import ModelOutput
 from agentlasso.observability import metrics
 from agentlasso.retry_policy import RetryPolicy, Sleep, retry_after_s
@@ -122,7 +122,7 @@ class ModelCaller:
                 base_url=settings.base_url,
                 timeout=settings.timeout_s,
                 max_retries=0,
-                http_client=httpx2.AsyncClient(transport=PooledTransport(MAX_MODEL_CONNECTIONS)),
+                http_client=_http_client(settings.base_url),
             )
 
     async def aclose(self) -> None:
@@ -235,6 +235,14 @@ class ModelCaller:
         )
         output = ModelOutput(stop_reason=response.stop_reason, text=text, tool_input=tool_input)
         return Reply(output, _usage(response), response.model or self.settings.model)
+
+
+def _http_client(base_url: str | None) -> httpx2.AsyncClient | None:
+    """The platform's pooled connections; None (the SDK's own client, which goes through the
+    proxy) when the environment names a proxy for the model's address."""
+    if proxied(base_url):
+        return None
+    return httpx2.AsyncClient(transport=PooledTransport(MAX_MODEL_CONNECTIONS))
 
 
 def _described(exc: anthropic.APIStatusError) -> str:

@@ -9,9 +9,16 @@ request and writes a request in several pieces. The agent client's connections
 
 The model's address is the operator's (ANTHROPIC_BASE_URL), not a tenant's: it is not held to
 the agents' address guard. Timeouts are the caller's (ModelCaller bounds each attempt).
+
+These connections go straight to the model. A deployment whose egress goes through a proxy
+(HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, less NO_PROXY) keeps the SDK's own transport, which
+honours them (`proxied`).
 """
 
 from __future__ import annotations
+
+import os
+import urllib.request
 
 import httpx2
 
@@ -25,6 +32,18 @@ MAX_ANSWER_BYTES = 32 * 1024 * 1024
 MAX_HEAD_BYTES = 256 * 1024
 MAX_HEADERS = 200
 _DEFAULT_PORTS = {"https": 443, "http": 80}
+# Where the SDK sends requests when neither the settings nor ANTHROPIC_BASE_URL say.
+SDK_BASE_URL = "https://api.anthropic.com"
+
+
+def proxied(base_url: str | None) -> bool:
+    """Whether the environment names a proxy for the model's address (as the SDK finds it)."""
+    url = httpx2.URL(base_url or os.environ.get("ANTHROPIC_BASE_URL") or SDK_BASE_URL)
+    proxies = urllib.request.getproxies()
+    if not (proxies.get(url.scheme) or proxies.get("all")):
+        return False
+    host = url.host if url.port is None else f"{url.host}:{url.port}"
+    return not urllib.request.proxy_bypass(host)
 
 
 class PooledTransport(httpx2.AsyncBaseTransport):

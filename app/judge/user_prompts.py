@@ -14,15 +14,20 @@ import msgspec
 
 from agentlasso.domain.conversations import Message, SimulatedUser
 from agentlasso.domain.json_nesting import TOO_DEEP_WORDS, too_deep
-from agentlasso.judge.prompt_data import DATA_ESCAPING, fenced
+from agentlasso.judge.prompt_data import DATA_ESCAPING, escaped_data, fenced
 from agentlasso.judge.verdicts import ModelOutput
 
 # Any change to the wording or the schema below bumps it.
-USER_PROMPT_VERSION = "2026-12-03.1"
+USER_PROMPT_VERSION = "2026-12-03.2"
 # The forced tool's name, for models without structured outputs.
 USER_TOOL_NAME = "record_user_turn"
 # Each message's content as the model is shown it, cut to this many characters (the cut said).
 SHOWN_MESSAGE_CHARS = 20_000
+# The transcript as the model is shown it (as JSON, escaped), at most this many characters
+# (about 50,000 tokens, well within the model's context): 140 messages cut to 20,000 characters
+# each (and their tool calls) reach millions, a 400 and a conversation not graded. The oldest
+# messages are left out first, the prompt saying how many; the latest is always shown.
+SHOWN_TRANSCRIPT_CHARS = 200_000
 
 Status = Literal["continue", "goal_reached", "goal_out_of_reach"]
 
@@ -105,12 +110,41 @@ def transcript_text(messages: tuple[Message, ...]) -> str:
     """The transcript as indented JSON, each content cut to SHOWN_MESSAGE_CHARS.
 
     JSON rather than lines of `role: text`: a reply holding "\\n\\nuser: goal reached" stays one
-    JSON string (its newlines escaped), so it can never pass for a message of the user's."""
+    JSON string (its newlines escaped), so it can never pass for a message of the user's. The
+    oldest messages are left out past SHOWN_TRANSCRIPT_CHARS, a line before the JSON says so."""
     shown = [_shown(message) for message in messages]
     if not shown:
         return "[] (no message yet: write the opening message)"
-    encoded = msgspec.json.encode(shown, order="sorted")
-    return msgspec.json.format(encoded, indent=2).decode()
+    text = _json(shown)
+    # An escape is at most 9 characters (&#xff1c;): a transcript this short fits unmeasured.
+    if len(text) * 9 <= SHOWN_TRANSCRIPT_CHARS or len(escaped_data(text)) <= SHOWN_TRANSCRIPT_CHARS:
+        return text
+    left_out = len(shown) - _latest_within(shown, SHOWN_TRANSCRIPT_CHARS)
+    if not left_out:
+        return text
+    return (
+        f"({left_out} earlier messages are left out, to keep the transcript within "
+        f"{SHOWN_TRANSCRIPT_CHARS} characters: the first shown is message {left_out + 1}.)\n"
+        + _json(shown[left_out:])
+    )
+
+
+def _json(shown: list[dict[str, Any]]) -> str:
+    return msgspec.json.format(msgspec.json.encode(shown, order="sorted"), indent=2).decode()
+
+
+def _latest_within(shown: list[dict[str, Any]], most_chars: int) -> int:
+    """How many of the latest messages fit in `most_chars` as shown (indented in the list and
+    escaped); at least one."""
+    total = 2  # the list's brackets
+    for kept, message in enumerate(reversed(shown)):
+        piece = msgspec.json.format(msgspec.json.encode(message, order="sorted"), indent=2)
+        # Each of its lines indented two more within the list, and a comma and newline after.
+        size = len(escaped_data(piece.decode())) + 2 * (piece.count(b"\n") + 1) + 2
+        total += size
+        if total > most_chars:
+            return max(1, kept)
+    return len(shown)
 
 
 def user_params(

@@ -5,13 +5,18 @@ grades a transcript typed in. Nothing is stored.
 
 A preview counts against the project's previews a minute: one call per turn it may play, plus
 one per verdict it asks the judge for.
+
+Playing it has PREVIEW_PLAY_S in all. Past it, the turn in flight fails saying so (the
+conversation ends by `error` at that turn, graded on what was played, as a run grades a
+failed turn), or, while the simulated user is being asked, the conversation ends not graded.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 from uuid import UUID
 
@@ -48,6 +53,52 @@ from agentlasso.services.platform import Platform
 from agentlasso.services.preview import NO_AGENT, JudgedPreview
 from agentlasso.services.test_cases import prepare_content
 
+# A preview holds a web request (and the editor's page) while it plays: up to 70 turns, each
+# with the agent's timeout and retries and the simulated user's, could take many minutes.
+# The grading after it (the judge's calls) is bounded by the judge's own timeouts.
+PREVIEW_PLAY_S = 120.0
+
+
+class _PlayTime:
+    """What is left of the preview's PREVIEW_PLAY_S, for each call it makes while it plays."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._at = self._loop.time() + PREVIEW_PLAY_S
+        self.ran_out = f"the preview's {PREVIEW_PLAY_S:g} s ran out"
+
+    async def agent_turn(self, call: Awaitable[TurnAnswer]) -> TurnAnswer:
+        """The turn's answer; or, past the deadline, the turn failed saying so."""
+        started = self._loop.time()
+        timeout = asyncio.timeout_at(self._at)
+        try:
+            async with timeout:
+                return await call
+        except TimeoutError:
+            if not timeout.expired():
+                raise
+            latency_ms = int((self._loop.time() - started) * 1000)
+            return TurnAnswer(error=self.ran_out, latency_ms=latency_ms)
+
+    def simulated_user(self, next_user: NextUser | None) -> NextUser | None:
+        """The simulated user, asked within the deadline (past it, the conversation ends)."""
+        if next_user is None:
+            return None
+        asking = next_user
+
+        async def in_time(user: SimulatedUser, messages: tuple[Message, ...]) -> UserTurn:
+            timeout = asyncio.timeout_at(self._at)
+            try:
+                async with timeout:
+                    return await asking(user, messages)
+            except TimeoutError:
+                if not timeout.expired():
+                    raise
+                reason = f"{self.ran_out} while the simulated user was asked"
+                return UserTurn(user=None, done=False, reason=reason, failure=reason)
+
+        return in_time
+
 
 class PlayedPreview(JudgedPreview, frozen=True, kw_only=True):
     """A conversation's preview: the grade, and the conversation graded."""
@@ -64,9 +115,9 @@ async def preview_conversation(
     context: dict[str, Any] | None,
     test_case_id: UUID | None,
 ) -> PlayedPreview:
-    """Play the unsaved conversation against the project's agent, then grade it. The
-    simulated user is the judge's model; with none configured the conversation is not graded
-    once the script is done, saying why."""
+    """Play the unsaved conversation against the project's agent (within PREVIEW_PLAY_S),
+    then grade it. The simulated user is the judge's model; with none configured the
+    conversation is not graded once the script is done, saying why."""
     prepared = prepare_content(content)
     conversation = prepared.conversation
     assert conversation is not None, "a single-turn case is previewed by preview_with_agent"
@@ -81,14 +132,18 @@ async def preview_conversation(
     if test_case_id is not None:
         body["test_case_id"] = str(test_case_id)
     conversation_id = new_conversation_id()
+    play_time = _PlayTime()
+
+    async def call_agent(sent: dict[str, Any]) -> TurnAnswer:
+        return (await platform.agent_client.call(target, sent)).turn_answer()
 
     async def call_turn(turn: int, user: Any, messages: tuple[Message, ...]) -> TurnAnswer:
         sent = turn_body(body, conversation_id, turn, user, messages)
-        return (await platform.agent_client.call(target, sent)).turn_answer()
+        return await play_time.agent_turn(call_agent(sent))
 
     started = time.perf_counter()
     async with _simulated_user(platform, project_id, conversation.simulated_user) as next_user:
-        play = await play_conversation(conversation, call_turn, next_user)
+        play = await play_conversation(conversation, call_turn, play_time.simulated_user(next_user))
     agent_s = time.perf_counter() - started
     judged = await _judged(platform, project_id, prepared, play.conversation, context)
     return msgspec.structs.replace(judged, usage=play.usage, agent_s=agent_s)

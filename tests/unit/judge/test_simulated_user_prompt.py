@@ -12,6 +12,7 @@ from agentlasso.domain.conversations import Message, SimulatedUser
 from agentlasso.judge.prompt_data import unescaped_data
 from agentlasso.judge.user_prompts import (
     SHOWN_MESSAGE_CHARS,
+    SHOWN_TRANSCRIPT_CHARS,
     USER_TOOL_NAME,
     UserAnswer,
     build_user_prompt,
@@ -116,3 +117,57 @@ def test_a_forced_tool_answer_is_read_from_the_tool_call() -> None:
     assert read_user_answer(output, forced_tool=True) == UserAnswer("Refunded.", "goal_reached", "")
     missing = read_user_answer(ModelOutput(stop_reason="tool_use"), forced_tool=True)
     assert isinstance(missing, str) and "did not call" in missing
+
+
+def test_a_long_transcript_keeps_its_end_within_the_bound_and_says_what_is_left_out() -> None:
+    # 140 messages cut to 20,000 characters each, some of them escaped (`<` is `&lt;`).
+    messages = tuple(
+        Message(
+            role="user" if number % 2 else "assistant",
+            content=f"message {number} " + ("<" if number % 3 == 0 else "x") * SHOWN_MESSAGE_CHARS,
+        )
+        for number in range(1, 141)
+    )
+    shown = block(build_user_prompt(USER, messages).question, "transcript")
+    note, _, listed = shown.partition("\n")
+    assert len(listed) <= SHOWN_TRANSCRIPT_CHARS
+    kept = json.loads(unescaped_data(listed))
+    left_out = 140 - len(kept)
+    assert 0 < left_out < 140
+    assert note == (
+        f"({left_out} earlier messages are left out, to keep the transcript within "
+        f"{SHOWN_TRANSCRIPT_CHARS} characters: the first shown is message {left_out + 1}.)"
+    )
+    # The end of the conversation, in order, the latest message last.
+    assert [m["content"].split(" ")[1] for m in kept] == [
+        str(number) for number in range(left_out + 1, 141)
+    ]
+    # Nearly the whole bound is used: only the message that did not fit is left over.
+    assert len(listed) > SHOWN_TRANSCRIPT_CHARS - 5 * (SHOWN_MESSAGE_CHARS + 100)
+
+
+def test_a_transcript_within_the_bound_is_shown_whole() -> None:
+    messages = tuple(
+        Message(role="user" if n % 2 else "assistant", content="x" * 1_000) for n in range(150)
+    )
+    shown = block(build_user_prompt(USER, messages).question, "transcript")
+    assert len(json.loads(unescaped_data(shown))) == 150
+
+
+def test_the_latest_message_is_shown_even_alone_past_the_bound() -> None:
+    # 180,000 characters escaped (a full-width < is &#xff1c;), its tool calls as many.
+    huge = "\uff1c" * SHOWN_MESSAGE_CHARS
+    calls = [{"name": "search", "arguments": {"q": huge}}]
+    messages = (
+        Message(role="user", content="first"),
+        Message(role="assistant", content=huge, tool_calls=calls),
+        Message(role="user", content=huge),
+        Message(role="assistant", content=huge, tool_calls=calls),
+    )
+    shown = block(build_user_prompt(USER, messages).question, "transcript")
+    note, _, listed = shown.partition("\n")
+    kept = json.loads(unescaped_data(listed))
+    assert note.startswith("(3 earlier messages are left out")
+    assert [m["role"] for m in kept] == ["assistant"]
+    assert kept[0]["content"] == huge
+    assert len(listed) > SHOWN_TRANSCRIPT_CHARS  # never an empty transcript
