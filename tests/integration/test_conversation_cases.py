@@ -3,8 +3,10 @@ exporting them, the CI case list carrying them, and the results a CI client post
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+import asyncpg
 import httpx
 import msgspec
 
@@ -240,7 +242,10 @@ async def test_a_posted_conversation_passes_and_reads_back_with_its_turns(
     assert [call["name"] for call in result["actual_tool_calls"]] == [
         "orders.lookup", "stripe.refund",
     ]  # fmt: skip
+    # Posted once by the client: the conversation's first and only attempt.
+    assert result["conversation_attempt"] == 1
     assert "turns" not in stored[single_id] and "ended_by" not in stored[single_id]
+    assert "conversation_attempt" not in stored[single_id]
 
 
 async def test_a_conversation_failing_at_turn_3_names_the_turn(client: httpx.AsyncClient) -> None:
@@ -439,3 +444,25 @@ async def test_a_scripted_turn_posted_with_another_user_message_is_refused(
     assert answer.status_code == 200, answer.text
     stored = (await results_of(client, run_id))[conversation_id]
     assert [(t["user"], t["simulated"]) for t in stored["turns"]][1] == ("It is A-17", False)
+
+
+async def test_a_replayed_conversation_reads_back_with_its_attempt(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
+    run, conversation_id, _ = await conversation_run(client)
+    posted = await post(
+        client, run["run_id"], [{"test_case_id": conversation_id, "turns": GOOD_TURNS}]
+    )
+    assert posted.status_code == 200, posted.text
+    # As a server-mode worker stores it after two attempts were lost to stopped workers.
+    connection = await asyncpg.connect(database_url)
+    try:
+        await connection.execute(
+            "UPDATE case_results SET conversation_attempt = 3"
+            " WHERE run_id = $1 AND test_case_id = $2",
+            uuid.UUID(run["run_id"]), uuid.UUID(conversation_id),
+        )  # fmt: skip
+    finally:
+        await connection.close()
+    stored = (await results_of(client, run["run_id"]))[conversation_id]
+    assert stored["conversation_attempt"] == 3 and stored["ended_by"] == "script"
