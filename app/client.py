@@ -21,6 +21,7 @@ import httpx
 import msgspec
 
 from agentlasso.domain.conversations import EndedBy
+from agentlasso.retry_policy import retry_after_s
 from agentlasso.schemas.comparisons import BucketCounts, ComparedCaseOut, ComparisonOut
 from agentlasso.schemas.run_results import (
     GradedResult,
@@ -83,15 +84,27 @@ PageT = TypeVar("PageT", ResultPage, TestCasePage)
 
 
 class ClientError(Exception):
-    """The API answered with an error (a problem+json body)."""
+    """The API answered with an error (a problem+json body); `retry_after_s` is the wait its
+    Retry-After asked for (a 429), None without one."""
 
-    def __init__(self, status: int, detail: str, errors: list[dict[str, Any]] | None = None):
+    def __init__(
+        self, status: int, detail: str, errors: list[dict[str, Any]] | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:  # fmt: skip
         super().__init__(f"HTTP {status}: {detail}")
         self.status, self.detail, self.errors = status, detail, errors or []
+        self.retry_after_s = retry_after_s
 
 
 class PlatformUnavailable(Exception):
-    """The platform could not be reached, or answered with a server error."""
+    """The platform could not be reached (`status` None), or answered with a server error;
+    `retry_after_s` is the wait its Retry-After asked for (a 503), None without one."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status, self.retry_after_s = status, retry_after_s
 
 
 class ResultToPost(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -255,15 +268,21 @@ class AgentLassoClient:
         except httpx.HTTPError as exc:
             raise PlatformUnavailable(f"{method} {path}: {exc!r}") from exc
         if response.status_code >= 500:
-            raise PlatformUnavailable(f"{method} {path}: HTTP {response.status_code}")
+            raise PlatformUnavailable(
+                f"{method} {path}: HTTP {response.status_code}",
+                status=response.status_code,
+                retry_after_s=retry_after_s(response.headers.get("retry-after")),
+            )
         if response.status_code >= 400:
             raise _client_error(response)
         return response
 
 
 def _client_error(response: httpx.Response) -> ClientError:
+    wait_s = retry_after_s(response.headers.get("retry-after"))
     try:
         problem = response.json()
-        return ClientError(response.status_code, problem.get("detail", ""), problem.get("errors"))
+        detail, errors = problem.get("detail", ""), problem.get("errors")
     except ValueError:
-        return ClientError(response.status_code, response.text[:200])
+        detail, errors = response.text[:200], None
+    return ClientError(response.status_code, detail, errors, retry_after_s=wait_s)

@@ -94,6 +94,9 @@ def stored_result_out(stored: DomainStoredResult, trials: TrialSummary | None) -
         else AgentCall(latency_ms=call.latency_ms, attempts=call.attempts, error=call.error),
         turns=msgspec.UNSET if stored.turns is None else stored.turns,
         ended_by=msgspec.UNSET if stored.ended_by is None else stored.ended_by,
+        conversation_attempt=(
+            msgspec.UNSET if stored.conversation_attempt is None else stored.conversation_attempt
+        ),
     )
 
 

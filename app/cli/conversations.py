@@ -5,6 +5,8 @@ turn, the simulated user's messages written by the platform
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -35,6 +37,44 @@ from agentlasso.domain.conversations import (
 
 # The simulated user's next message, from the transcript so far.
 AskUser = Callable[[list[dict[str, Any]]], Awaitable[NextUserTurn]]
+Sleep = Callable[[float], Awaitable[None]]
+Clock = Callable[[], float]
+# Asking for one user message: at most this many tries, none starting later than this after
+# the first. The platform's quota of simulated turns answers 429 with the seconds until one is
+# free; its model being unavailable, 503 with Retry-After: 30 (four tries fit).
+USER_TURN_TRIES = 5
+USER_TURN_WAIT_S = 120.0
+# The answers that say when to ask again, with their Retry-After. One without it (a proxy's,
+# not the platform's) says nothing a bounded wait could rely on: the conversation gives up.
+RETRIED_STATUSES = frozenset({429, 503})
+
+
+async def ask_with_retries(
+    ask_user: AskUser, transcript: list[dict[str, Any]], *,
+    sleep: Sleep = asyncio.sleep, clock: Clock = time.monotonic,
+) -> NextUserTurn:  # fmt: skip
+    """The simulated user's next message, asked again after a 429 or 503 once its Retry-After
+    has passed: at most USER_TURN_TRIES tries, none starting past USER_TURN_WAIT_S seconds
+    after the first. Any other error, a 429 or 503 without Retry-After, or one asking for a
+    wait past those seconds is raised at once."""
+    deadline = clock() + USER_TURN_WAIT_S
+    tries = 1
+    while True:
+        try:
+            return await ask_user(transcript)
+        except (ClientError, PlatformUnavailable) as exc:
+            wait_s = _retry_wait_s(exc)
+            if tries >= USER_TURN_TRIES or wait_s is None or clock() + wait_s > deadline:
+                raise
+        await sleep(wait_s)
+        tries += 1
+
+
+def _retry_wait_s(exc: ClientError | PlatformUnavailable) -> float | None:
+    """The wait the platform asked for before asking again; None when it is not to be retried."""
+    if exc.status not in RETRIED_STATUSES:
+        return None
+    return exc.retry_after_s
 
 
 async def play_conversation_case(
@@ -64,9 +104,10 @@ async def play_conversation_case(
 
     async def next_user(simulated: SimulatedUser, messages: tuple[Message, ...]) -> UserTurn:
         try:
-            asked = await ask_user(msgspec.to_builtins(messages))
+            asked = await ask_with_retries(ask_user, msgspec.to_builtins(messages))
         except (ClientError, PlatformUnavailable) as exc:
-            # 409 (no model) or 503 (an outage): the conversation is posted not graded.
+            # 409 (no model), or a 429 or 503 still refused after its retries: the
+            # conversation is posted not graded.
             why = f"the simulated user could not be asked: {exc}"
             return UserTurn(user=None, done=False, reason=why, failure=why)
         return UserTurn(user=asked.user, done=asked.done, reason=asked.reason)

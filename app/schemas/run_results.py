@@ -84,9 +84,12 @@ class StoredResult(GradedResult, kw_only=True):
     actual_output: Any = msgspec.UNSET
     actual_tool_calls: Any = msgspec.UNSET
     agent_call: AgentCall | None = None
-    # A conversation's result only: its turns as they ran, and how it ended.
+    # A conversation's result only: its turns as they ran, how it ended, and which attempt of
+    # the whole conversation they are (above 1 when a worker stopped during an earlier one,
+    # which was played again from its first turn).
     turns: tuple[TurnRecord, ...] | msgspec.UnsetType = msgspec.UNSET
     ended_by: EndedBy | msgspec.UnsetType = msgspec.UNSET
+    conversation_attempt: int | msgspec.UnsetType = msgspec.UNSET
     # The case's trials in this run taken together: some passed (pass@k), all passed (pass^k),
     # they disagree (flaky).
     pass_at_k: bool | None = None

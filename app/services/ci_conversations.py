@@ -54,7 +54,7 @@ def kind_problems(at: str, case: PinnedCase, posted: PostedConversation) -> list
     ]
     if posted.unplayed is not None:
         turns = () if posted.turns is msgspec.UNSET else posted.turns
-        return problems + turn_problems(at, conversation, turns, posted.ended_by, some=False)
+        return problems + turn_problems(at, conversation, turns, posted.ended_by, unplayed=True)
     if posted.turns is msgspec.UNSET:
         detail = "A conversation case's result needs `turns`: what the agent did at each turn."
         return [*problems, FieldError(pointer=f"{at}/turns", detail=detail)]
@@ -65,41 +65,97 @@ def turn_problems(
     at: str,
     conversation: Conversation,
     turns: Sequence[PostedTurn],
-    ended_by: object,
+    ended_by: EndedBy | msgspec.UnsetType,
     *,
-    some: bool = True,
+    unplayed: bool = False,
 ) -> list[FieldError]:
-    """Turns that do not fit the script: none at all (when `some` are needed), more than it
-    can take, a turn past the script without its user message, a turn after the one whose
-    call failed."""
-    if some and not turns:
+    """Turns that do not fit the script: none at all (unless the client could not play the
+    conversation out), more than it can take, a scripted turn with another user message, a
+    turn past the script without its user message, a turn after the one whose call failed;
+    and an `ended_by` the turns contradict."""
+    if not unplayed and not turns:
         detail = "A conversation's result needs at least one turn."
         return [FieldError(pointer=f"{at}/turns", detail=detail)]
     most = conversation.most_turns()
     if len(turns) > most:
         detail = f"This conversation takes at most {most} turns; {len(turns)} were posted."
         return [FieldError(pointer=f"{at}/turns", detail=detail)]
+    problems, failed_at = _each_turn_problems(at, conversation, turns)
+    if ended_by is msgspec.UNSET:
+        return problems
+    if failed_at is not None and ended_by != "error":
+        detail = f"Turn {failed_at}'s agent call failed: the conversation ended by `error`."
+        return [*problems, FieldError(pointer=f"{at}/ended_by", detail=detail)]
+    failed = failed_at is not None or unplayed
+    why = ended_by_problem(conversation, len(turns), ended_by, failed=failed)
+    if why is not None:
+        problems.append(FieldError(pointer=f"{at}/ended_by", detail=why))
+    return problems
+
+
+def _each_turn_problems(
+    at: str, conversation: Conversation, turns: Sequence[PostedTurn]
+) -> tuple[list[FieldError], int | None]:
+    """Each turn's problems, and the turn whose agent call failed, if one did."""
     problems: list[FieldError] = []
-    scripted = len(conversation.turns)
-    failed_at: int | None = None
+    scripted = conversation.turns
     for index, turn in enumerate(turns):
         where = f"{at}/turns/{index}"
-        if failed_at is not None:
-            detail = f"The conversation stopped at turn {failed_at}, whose agent call failed."
-            problems.append(FieldError(pointer=where, detail=detail))
-            break
-        if index >= scripted and turn.user is msgspec.UNSET:
-            detail = f"Turn {index + 1} is past the script's {scripted}: it needs its `user`."
+        if index >= len(scripted) and turn.user is msgspec.UNSET:
+            detail = f"Turn {index + 1} is past the script's {len(scripted)}: it needs its `user`."
+            problems.append(FieldError(pointer=f"{where}/user", detail=detail))
+        # Else that turn's checks would grade the reply to another message, shown as scripted.
+        if index < len(scripted) and turn.user not in (msgspec.UNSET, scripted[index].user):
+            detail = (
+                f"Turn {index + 1} is scripted: its `user` is the script's message, or left out."
+            )
             problems.append(FieldError(pointer=f"{where}/user", detail=detail))
         if turn.error is not None:
-            failed_at = index + 1
             if "\x00" in turn.error:
                 detail = "The text cannot contain the character U+0000."
                 problems.append(FieldError(pointer=f"{where}/error", detail=detail))
-    if failed_at is not None and ended_by not in (msgspec.UNSET, "error"):
-        detail = f"Turn {failed_at}'s agent call failed: the conversation ended by `error`."
-        problems.append(FieldError(pointer=f"{at}/ended_by", detail=detail))
-    return problems
+            if index + 1 < len(turns):
+                detail = f"The conversation stopped at turn {index + 1}, whose agent call failed."
+                problems.append(FieldError(pointer=f"{at}/turns/{index + 1}", detail=detail))
+            return problems, index + 1
+    return problems, None
+
+
+def ended_by_problem(
+    conversation: Conversation, posted: int, ended_by: EndedBy, *, failed: bool
+) -> str | None:
+    """Why `ended_by` contradicts the posted turns (`failed`: one failed, or the client could
+    not play the conversation out), None when it does not: `script` needs every scripted turn
+    and no simulated user; `simulated_user` and `max_turns` a simulated user and every
+    scripted turn, `max_turns` exactly max_turns simulated turns; `error` a failed turn;
+    `agent` is always possible."""
+    scripted = len(conversation.turns)
+    user = conversation.simulated_user
+    if ended_by == "error":
+        return (
+            None
+            if failed
+            else "No turn's agent call failed: the conversation did not end by `error`."
+        )
+    if ended_by == "agent":
+        return None
+    if ended_by == "script" and user is not None:
+        return (
+            "Its simulated user plays on after the script: the conversation cannot end by `script`."
+        )
+    if ended_by != "script" and user is None:
+        return f"This conversation has no simulated user: it cannot end by `{ended_by}`."
+    if posted < scripted:
+        return (
+            f"{posted} of the script's {scripted} turns were posted: the conversation ends by "
+            f"`{ended_by}` only after every scripted turn (by `agent` when the agent ended it)."
+        )
+    if ended_by == "max_turns" and user is not None and posted - scripted != user.max_turns:
+        return (
+            f"The simulated user wrote {posted - scripted} of its {user.max_turns} messages "
+            "(max_turns): the conversation did not end by `max_turns`."
+        )
+    return None
 
 
 def played_of(conversation: Conversation, posted: PostedConversation) -> Played:

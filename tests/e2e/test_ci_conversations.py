@@ -197,3 +197,54 @@ def test_a_simulated_user_that_cannot_be_asked_leaves_its_checks_not_graded_and_
     assert {c["status"] for c in stored["check_results"]} == {"not_graded"}
     assert "simulated user could not be asked" in stored["judge_reasoning"]
     assert [t["turn"] for t in stored["turns"]] == [1]
+
+
+def test_the_simulated_user_is_asked_again_after_a_429_and_a_503_with_retry_after(
+    api_process_url: str, api_key: str, agent: ConversationAgent
+) -> None:
+    case = {
+        "conversation": {
+            "turns": [{"user": "I want a refund"}],
+            "simulated_user": {"persona": "a customer", "goal": "a refund of A-17"},
+        },
+        "checks": [{"type": "tool_called", "tool": "stripe.refund"}],
+    }
+    dataset, (case_id,) = dataset_of(api_process_url, api_key, [case])
+    with running_fake_user_platform(api_process_url) as platform:
+        # The project's quota of simulated turns, then the model, each asking for a second.
+        platform.refusals = [(429, "1"), (503, "1")]
+        done = run_ci(platform.url, api_key, "--dataset", dataset, "--agent-url", agent.url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # The first message was asked three times, each after the wait asked for; then on.
+    assert [len(asked["transcript"]) for asked in platform.asked] == [2, 2, 2, 4, 6]
+    first, second, third = platform.asked_at[:3]
+    assert second - first >= 0.9 and third - second >= 0.9, platform.asked_at
+    stored = stored_results(api_process_url, api_key, done.stdout)[case_id]
+    assert [t["user"] for t in stored["turns"]] == [
+        "I want a refund",
+        "It is A-17",
+        "Yes, refund it",
+    ]
+    assert stored["ended_by"] == "simulated_user" and stored["pass_fail"] is True
+
+
+def test_a_retry_after_past_the_wait_allowed_leaves_the_case_not_graded_at_once(
+    api_process_url: str, api_key: str, agent: ConversationAgent
+) -> None:
+    case = {
+        "conversation": {
+            "turns": [{"user": "I want a refund"}],
+            "simulated_user": {"persona": "a customer", "goal": "a refund of A-17"},
+        },
+        "checks": [{"type": "tool_called", "tool": "stripe.refund"}],
+    }
+    dataset, (case_id,) = dataset_of(api_process_url, api_key, [case])
+    with running_fake_user_platform(api_process_url) as platform:
+        # As the server's daily budget for the project, spent until the next UTC day.
+        platform.refusals = [(503, "36000")]
+        done = run_ci(platform.url, api_key, "--dataset", dataset, "--agent-url", agent.url)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert len(platform.asked) == 1
+    stored = stored_results(api_process_url, api_key, done.stdout)[case_id]
+    assert stored["outcome"] == "not_graded"
+    assert "simulated user could not be asked" in stored["judge_reasoning"]

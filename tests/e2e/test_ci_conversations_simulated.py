@@ -132,24 +132,23 @@ def test_the_simulated_user_is_the_platforms_model_until_its_goal_or_max_turns(
     assert judge["cost_usd"] == pytest.approx(5 * CALL_COST_USD)
 
 
-def test_a_model_outage_posts_the_conversations_checks_not_graded_and_the_gate_fails(
+def test_a_model_outage_is_waited_out_for_its_retry_after_and_the_conversation_goes_on(
     api_url: str, key: str, fake: FakeAnthropic, agent: ConversationAgent
 ) -> None:
     who = persona()
-    fake.when(who, overloaded(), overloaded(), overloaded())
+    # The platform tries the model three times, then answers 503 with Retry-After: 30; the
+    # CLI asks again once that has passed, and the model is back. (An outage past the CLI's
+    # 120 s leaves the conversation not graded: tests/e2e/test_ci_conversations.py.)
+    fake.when(who, overloaded(), overloaded(), overloaded(), user_goes_on("It is A-17"),
+              user_goes_on("Yes, refund it"), goal_reached("Refunded."))  # fmt: skip
     dataset, (case_id,) = dataset_of(api_url, key, [simulated_case(who, max_turns=4)])
     done = run_ci(api_url, key, "--dataset", dataset, "--agent-url", agent.url)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "CI gate: FAIL" in done.stdout
-    assert "simulated user could not be asked" in done.stdout
-    assert user_turn_requests(fake, who) == 3, "the platform retried the model as the judge does"
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "CI gate: PASS" in done.stdout
+    assert user_turn_requests(fake, who) == 6, "three tries in the outage, then three asks"
     stored = stored_results(api_url, key, done.stdout)[case_id]
-    # Its critical checks could not be graded: that fails the case (section 4's rule).
-    assert stored["outcome"] == "failed" and stored["pass_fail"] is False
-    assert {c["status"] for c in stored["check_results"]} == {"not_graded"}
-    assert "simulated user could not be asked" in stored["judge_reasoning"]
-    assert "503" in stored["judge_reasoning"]
-    assert [t["turn"] for t in stored["turns"]] == [1], "nothing past the turn it could not ask"
-    run = run_of(api_url, key, done.stdout)
-    assert run["ci_pass"] is False and run["counts"]["graded"] == 1
-    assert run["counts"]["passed"] == 0
+    assert stored["graded"] is True and stored["pass_fail"] is True, stored
+    assert [(t["user"], t["simulated"]) for t in stored["turns"]] == [
+        ("I want a refund", False), ("It is A-17", True), ("Yes, refund it", True),
+    ]  # fmt: skip
+    assert stored["ended_by"] == "simulated_user"

@@ -3,8 +3,10 @@ exporting them, the CI case list carrying them, and the results a CI client post
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+import asyncpg
 import httpx
 import msgspec
 
@@ -240,7 +242,10 @@ async def test_a_posted_conversation_passes_and_reads_back_with_its_turns(
     assert [call["name"] for call in result["actual_tool_calls"]] == [
         "orders.lookup", "stripe.refund",
     ]  # fmt: skip
+    # Posted once by the client: the conversation's first and only attempt.
+    assert result["conversation_attempt"] == 1
     assert "turns" not in stored[single_id] and "ended_by" not in stored[single_id]
+    assert "conversation_attempt" not in stored[single_id]
 
 
 async def test_a_conversation_failing_at_turn_3_names_the_turn(client: httpx.AsyncClient) -> None:
@@ -343,3 +348,121 @@ async def test_turns_past_the_script_need_their_user_and_are_simulated(
     ]  # fmt: skip
     # The simulated user had a turn left and the client did not say: it ended the conversation.
     assert stored["ended_by"] == "simulated_user"
+
+
+def pointers(body: dict[str, Any]) -> list[str]:
+    return [error["pointer"] for error in body["errors"]]
+
+
+async def test_an_ended_by_the_turns_contradict_is_refused_naming_it(
+    client: httpx.AsyncClient,
+) -> None:
+    run, scripted_id, _ = await conversation_run(client)
+    run_id = run["run_id"]
+    # Three scripted turns and no simulated user.
+    refused = [
+        (GOOD_TURNS[:1], "script", "1 of the script's 3 turns were posted"),
+        (GOOD_TURNS, "simulated_user", "no simulated user"),
+        (GOOD_TURNS, "max_turns", "no simulated user"),
+        (GOOD_TURNS, "error", "No turn's agent call failed"),
+    ]
+    for turns, ended_by, says in refused:
+        posted = {"test_case_id": scripted_id, "turns": turns, "ended_by": ended_by}
+        body = assert_problem(await post(client, run_id, [posted]), 422)
+        assert pointers(body) == ["/results/0/ended_by"], (ended_by, body)
+        assert says in body["errors"][0]["detail"], body
+    assert await results_of(client, run_id) == {}
+    # The agent may end a conversation at any turn.
+    ended = {"test_case_id": scripted_id, "turns": GOOD_TURNS[:1], "ended_by": "agent"}
+    answer = await post(client, run_id, [ended])
+    assert answer.status_code == 200, answer.text
+    assert (await results_of(client, run_id))[scripted_id]["ended_by"] == "agent"
+    # A client that could not play the conversation out says why: `error` needs no failed turn.
+    unplayed = {
+        "test_case_id": scripted_id, "turns": GOOD_TURNS[:1], "ended_by": "error",
+        "agent_error": "the agent process could not be started again",
+    }  # fmt: skip
+    answer = await post(client, run_id, [unplayed])
+    assert answer.status_code == 200, answer.text
+    stored = (await results_of(client, run_id))[scripted_id]
+    assert stored["ended_by"] == "error" and stored["outcome"] == "not_graded"
+
+
+async def test_ended_by_a_simulated_user_needs_the_whole_script_and_max_turns_its_limit(
+    client: httpx.AsyncClient,
+) -> None:
+    dataset_id = await a_dataset(client)
+    conversation = {
+        "turns": [{"user": "I want a refund"}, {"user": "It is A-17"}],
+        "simulated_user": {"persona": "a customer", "goal": "a refund of A-17", "max_turns": 2},
+    }
+    checks = [{"type": "tool_called", "tool": "orders.lookup"}]
+    case = await new_case(client, dataset_id, {"conversation": conversation, "checks": checks})
+    case_id = case.json()["id"]
+    run_id = (await client.post("/api/v1/eval-runs", json={"dataset_id": dataset_id})).json()[
+        "run_id"
+    ]
+    script = GOOD_TURNS[:2]
+    simulated = [{"user": "Yes, refund it", "actual_output": "Refunded."}, {"user": "Thanks"}]
+    refused = [
+        (script, "script", "plays on after the script"),
+        (script[:1], "simulated_user", "1 of the script's 2 turns were posted"),
+        (script[:1], "max_turns", "1 of the script's 2 turns were posted"),
+        ([*script, simulated[0]], "max_turns", "wrote 1 of its 2 messages"),
+    ]
+    for turns, ended_by, says in refused:
+        posted = {"test_case_id": case_id, "turns": turns, "ended_by": ended_by}
+        body = assert_problem(await post(client, run_id, [posted]), 422)
+        assert pointers(body) == ["/results/0/ended_by"], (ended_by, body)
+        assert says in body["errors"][0]["detail"], body
+    assert await results_of(client, run_id) == {}
+    for turns, ended_by in (
+        (script, "simulated_user"),  # done before writing a message
+        ([*script, *simulated], "max_turns"),
+    ):
+        posted = {"test_case_id": case_id, "turns": turns, "ended_by": ended_by}
+        answer = await post(client, run_id, [posted])
+        assert answer.status_code == 200, answer.text
+        stored = (await results_of(client, run_id))[case_id]
+        assert stored["ended_by"] == ended_by and len(stored["turns"]) == len(turns)
+
+
+async def test_a_scripted_turn_posted_with_another_user_message_is_refused(
+    client: httpx.AsyncClient,
+) -> None:
+    run, conversation_id, _ = await conversation_run(client)
+    run_id = run["run_id"]
+    other = [GOOD_TURNS[0], {**GOOD_TURNS[1], "user": "It is B-9"}, GOOD_TURNS[2]]
+    body = assert_problem(
+        await post(client, run_id, [{"test_case_id": conversation_id, "turns": other}]), 422
+    )
+    assert pointers(body) == ["/results/0/turns/1/user"]
+    assert await results_of(client, run_id) == {}
+    # The script's own message may be posted with its turn.
+    same = [GOOD_TURNS[0], {**GOOD_TURNS[1], "user": "It is A-17"}, GOOD_TURNS[2]]
+    answer = await post(client, run_id, [{"test_case_id": conversation_id, "turns": same}])
+    assert answer.status_code == 200, answer.text
+    stored = (await results_of(client, run_id))[conversation_id]
+    assert [(t["user"], t["simulated"]) for t in stored["turns"]][1] == ("It is A-17", False)
+
+
+async def test_a_replayed_conversation_reads_back_with_its_attempt(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
+    run, conversation_id, _ = await conversation_run(client)
+    posted = await post(
+        client, run["run_id"], [{"test_case_id": conversation_id, "turns": GOOD_TURNS}]
+    )
+    assert posted.status_code == 200, posted.text
+    # As a server-mode worker stores it after two attempts were lost to stopped workers.
+    connection = await asyncpg.connect(database_url)
+    try:
+        await connection.execute(
+            "UPDATE case_results SET conversation_attempt = 3"
+            " WHERE run_id = $1 AND test_case_id = $2",
+            uuid.UUID(run["run_id"]), uuid.UUID(conversation_id),
+        )  # fmt: skip
+    finally:
+        await connection.close()
+    stored = (await results_of(client, run["run_id"]))[conversation_id]
+    assert stored["conversation_attempt"] == 3 and stored["ended_by"] == "script"

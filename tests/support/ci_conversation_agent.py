@@ -8,6 +8,7 @@ import contextlib
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -43,9 +44,14 @@ def _read_json(handler: BaseHTTPRequestHandler) -> Any:
     return json.loads(handler.rfile.read(length) or b"{}")
 
 
-def _answer(handler: BaseHTTPRequestHandler, status: int, body: bytes, kind: str) -> None:
+def _answer(
+    handler: BaseHTTPRequestHandler, status: int, body: bytes, kind: str,
+    headers: dict[str, str] | None = None,
+) -> None:  # fmt: skip
     handler.send_response(status)
     handler.send_header("content-type", kind)
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
     handler.send_header("content-length", str(len(body)))
     handler.end_headers()
     handler.wfile.write(body)
@@ -111,6 +117,13 @@ class _PlatformHandler(BaseHTTPRequestHandler):
         if self.path.endswith("/next-user-turn"):
             asked = json.loads(body)
             self.server.asked.append(asked)
+            self.server.asked_at.append(time.monotonic())
+            if self.server.refusals:
+                status, retry_after = self.server.refusals.pop(0)
+                problem = b'{"detail": "try again later"}'
+                headers = {"retry-after": retry_after}
+                _answer(self, status, problem, "application/problem+json", headers)
+                return
             if self.server.failing:
                 _answer(self, 503, b'{"detail": "the model is unavailable"}', "application/json")
                 return
@@ -142,8 +155,12 @@ class FakeUserPlatform(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _PlatformHandler)
         self.upstream = httpx.Client(base_url=api_url, timeout=60)
         self.asked: list[dict[str, Any]] = []
+        self.asked_at: list[float] = []
         # Answer every ask with a 503, as a platform whose model cannot be reached.
         self.failing = False
+        # The next asks' answers before any is played: (status, its Retry-After), in order,
+        # as the platform's quota (429) or its model's outage (503) answer.
+        self.refusals: list[tuple[int, str]] = []
 
     @property
     def url(self) -> str:
