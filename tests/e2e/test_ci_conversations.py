@@ -246,5 +246,7 @@ def test_a_retry_after_past_the_wait_allowed_leaves_the_case_not_graded_at_once(
     assert done.returncode == 1, done.stdout + done.stderr
     assert len(platform.asked) == 1
     stored = stored_results(api_process_url, api_key, done.stdout)[case_id]
-    assert stored["outcome"] == "not_graded"
+    # Its critical check could not be graded: that fails the case (section 4's rule).
+    assert stored["outcome"] == "failed"
+    assert {c["status"] for c in stored["check_results"]} == {"not_graded"}
     assert "simulated user could not be asked" in stored["judge_reasoning"]

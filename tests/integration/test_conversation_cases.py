@@ -385,7 +385,9 @@ async def test_an_ended_by_the_turns_contradict_is_refused_naming_it(
     answer = await post(client, run_id, [unplayed])
     assert answer.status_code == 200, answer.text
     stored = (await results_of(client, run_id))[scripted_id]
-    assert stored["ended_by"] == "error" and stored["outcome"] == "not_graded"
+    # Its critical checks could not be graded: never passed, and counted as failed.
+    assert stored["ended_by"] == "error" and stored["outcome"] == "failed"
+    assert {c["status"] for c in stored["check_results"]} == {"not_graded"}
 
 
 async def test_ended_by_a_simulated_user_needs_the_whole_script_and_max_turns_its_limit(
