@@ -12,34 +12,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Protocol
-from uuid import UUID
 
 import msgspec
 
-from agentlasso.config import Settings
-from agentlasso.db.pool import Executor
 from agentlasso.domain.conversations import Message, SimulatedUser, UserTurn
 from agentlasso.judge.calls import priced_usd
-from agentlasso.judge.keys import JudgeClients
 from agentlasso.judge.model_calls import Failure, JudgeSettings, ModelCaller, Reply, Tally
 from agentlasso.judge.user_prompts import USER_TOOL_NAME, UserAnswer, read_user_answer, user_params
 from agentlasso.retry_policy import Sleep
 
 WHO = "the simulated user"
-
-
-class ModelAccess(Protocol):
-    """What choosing the project's key and model needs (the API's Platform, a worker's state)."""
-
-    @property
-    def settings(self) -> Settings: ...
-
-    @property
-    def pool(self) -> Executor: ...
-
-    @property
-    def secret_key(self) -> bytes: ...
 
 
 class AskedTurn(msgspec.Struct, frozen=True, kw_only=True):
@@ -143,14 +125,3 @@ _STATUS_WORDS = {
     "goal_reached": "The simulated user's goal is reached.",
     "goal_out_of_reach": "The simulated user's goal is out of reach.",
 }
-
-
-async def player_for(platform: ModelAccess, project_id: UUID) -> SimulatedUserPlayer | None:
-    """The player with the project's key and model, else the server's; None when neither has
-    a key. `platform`: the API's Platform or a worker's state (its settings, pool and key)."""
-    clients = JudgeClients(platform.settings, platform.pool, platform.secret_key)
-    chosen = await clients.settings_for(project_id)
-    if chosen is None:
-        return None
-    server_key = await clients.uses_server_key(project_id)
-    return SimulatedUserPlayer(chosen, platform.settings.judge_prices, server_key=server_key)

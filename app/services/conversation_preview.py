@@ -14,9 +14,8 @@ failed turn), or, while the simulated user is being asked, the conversation ends
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import Awaitable
 from typing import Any
 from uuid import UUID
 
@@ -142,43 +141,35 @@ async def preview_conversation(
         return await play_time.agent_turn(call_agent(sent))
 
     started = time.perf_counter()
-    async with _simulated_user(platform, project_id, conversation.simulated_user) as next_user:
-        play = await play_conversation(conversation, call_turn, play_time.simulated_user(next_user))
+    next_user = await _simulated_user(platform, project_id, conversation.simulated_user)
+    play = await play_conversation(conversation, call_turn, play_time.simulated_user(next_user))
     agent_s = time.perf_counter() - started
     judged = await _judged(platform, project_id, prepared, play.conversation, context)
     return msgspec.structs.replace(judged, usage=play.usage, agent_s=agent_s)
 
 
-@contextlib.asynccontextmanager
 async def _simulated_user(
     platform: Platform, project_id: UUID, simulated: SimulatedUser | None
-) -> AsyncIterator[NextUser | None]:
-    """Who plays the user in a preview: the project's judge model (else the server's), its
-    spend on the server's key counted against the project's daily budget; None without one."""
+) -> NextUser | None:
+    """Who plays the user in a preview: the project's judge model (else the server's), kept
+    open by the API, its spend on the server's key counted against the project's daily
+    budget; None without one."""
     if simulated is None:
-        yield None
-        return
-    # Loaded on first use: the model SDK costs an API process some 77 MB.
-    from agentlasso.judge.simulated_user import player_for
-
-    player = await player_for(platform, project_id)
+        return None
+    player = await platform.preview_judge.simulated_user(project_id)
     if player is None:
-        yield None
-        return
+        return None
     spend = platform.server_spend if player.server_key else None
 
     async def next_user(user: SimulatedUser, messages: tuple[Message, ...]) -> UserTurn:
         if spend is not None and (spent := await spend.spent_reason(project_id)) is not None:
-            return UserTurn(user=None, done=False, reason=spent, failure=spent)
+            return UserTurn(user=None, done=False, reason=spent, failure=spent, calls=0)
         asked = await player.ask(user, messages)
         if spend is not None and asked.cost_usd:
             await spend.add(project_id, asked.cost_usd)
-        return msgspec.structs.replace(asked.turn, cost_usd=asked.cost_usd)
+        return msgspec.structs.replace(asked.turn, cost_usd=asked.cost_usd, calls=asked.calls)
 
-    try:
-        yield next_user
-    finally:
-        await player.aclose()
+    return next_user
 
 
 async def preview_pasted_conversation(
