@@ -31,6 +31,14 @@ from agentlasso.services.recording import CaseTrial, Reply
 CallAgent = Callable[[dict[str, Any], int], Awaitable[AgentCallResult]]
 
 
+def scripted_calls(item: CaseTrial) -> int:
+    """The calls an item is sure to make: one, or a conversation's scripted turns. A chunk
+    takes their pace under the host's quota at once (one Redis round trip for the chunk, which
+    was one a turn: most of a turn's CPU); a simulated user's turns take theirs one by one."""
+    conversation = item.case.content.conversation
+    return 1 if conversation is None else max(1, len(conversation.turns))
+
+
 async def play_case(
     item: CaseTrial,
     body: dict[str, Any],

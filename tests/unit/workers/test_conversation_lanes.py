@@ -12,11 +12,12 @@ from agentlasso.domain.conversations import (
     Conversation,
     PlayedConversation,
     ScriptedTurn,
+    SimulatedUser,
     TurnRecord,
 )
 from agentlasso.domain.test_cases import PinnedCase, TestCaseContent
 from agentlasso.services.recording import CaseTrial, answer_of
-from agentlasso_workers.conversations import played_reply
+from agentlasso_workers.conversations import played_reply, scripted_calls
 
 CONTENT = TestCaseContent(
     conversation=Conversation(turns=(ScriptedTurn(user="a"), ScriptedTurn(user="b")))
@@ -57,3 +58,16 @@ def test_a_failed_turn_is_the_reply_s_error_by_its_turn() -> None:
     assert reply.reported.actual_output is msgspec.UNSET
     assert reply.reported.actual_tool_calls is msgspec.UNSET
     assert reply.agent_call is not None and reply.agent_call.attempts[0].status == 500
+
+
+def test_a_chunk_paces_a_conversations_scripted_turns_at_once() -> None:
+    # One call for a single-turn case; a scripted conversation's turns; at least one for a
+    # conversation the simulated user plays from the start (its later turns pace one by one).
+    single = msgspec.structs.replace(ITEM.case, content=TestCaseContent(input="hi"))
+    assert scripted_calls(msgspec.structs.replace(ITEM, case=single)) == 1
+    assert scripted_calls(ITEM) == 2
+    simulated = TestCaseContent(
+        conversation=Conversation(simulated_user=SimulatedUser(persona="p", goal="g"))
+    )
+    only_simulated = msgspec.structs.replace(ITEM.case, content=simulated)
+    assert scripted_calls(msgspec.structs.replace(ITEM, case=only_simulated)) == 1
