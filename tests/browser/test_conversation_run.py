@@ -11,6 +11,7 @@ import httpx
 import pytest
 from playwright.async_api import Page, expect
 
+from tests.browser.test_conversations import write_three_turns
 from tests.support.api import register_agent
 from tests.support.browser import assert_accessible, screenshot
 from tests.support.conversational_agent import ConversationalAgent, running_conversational_agent
@@ -32,23 +33,6 @@ def agent() -> Iterator[ConversationalAgent]:
         yield server
 
 
-async def write_turns(page: Page) -> None:
-    await page.get_by_label("Description").fill("Order over three turns")
-    await page.get_by_role("button", name="Make it a conversation").click()
-    for index, (user, check_name, field, value) in enumerate(TURNS, start=1):
-        if index > 1:
-            await page.get_by_role("button", name="Add turn").click()
-        turn = page.get_by_role("group", name=f"Turn {index}", exact=True)
-        await expect(turn).to_be_visible()
-        await page.wait_for_load_state("domcontentloaded")
-        await turn.get_by_label("User message").fill(user)
-        await turn.get_by_role("button", name=f"Add check to turn {index}").click()
-        await turn.get_by_role("button", name=check_name, exact=True).click()
-        added = page.get_by_role("group", name=f"Turn {index} check 1: {check_name}")
-        await expect(added).to_be_visible()
-        await added.get_by_label(field, exact=True).fill(value)
-
-
 async def test_a_conversation_previewed_run_and_its_failing_turn_read(
     signed_in_page: Page,
     base_url: str,
@@ -65,7 +49,7 @@ async def test_a_conversation_previewed_run_and_its_failing_turn_read(
     await page.get_by_label("Name").fill("Order conversations")
     await page.get_by_role("button", name="Create dataset").click()
     await page.get_by_role("button", name="Add test case").click()
-    await write_turns(page)
+    await write_three_turns(page, TURNS, "Order over three turns")
 
     await page.get_by_role("button", name="Preview", exact=True).click()
     preview = page.get_by_role("region", name="Preview: failed")

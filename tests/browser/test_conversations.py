@@ -27,11 +27,16 @@ Agent: Within 3-5 business days.
 """
 
 
-async def write_three_turns(page: Page) -> None:
-    """Make the new case a conversation of three turns, each with a check of its own."""
-    await page.get_by_label("Description").fill("A refund over three turns")
+async def write_three_turns(
+    page: Page,
+    turns: list[tuple[str, str, str, str]] = TURNS,
+    description: str = "A refund over three turns",
+) -> None:
+    """Make the new case a conversation of these turns (the user's message, the check's
+    button, its field and value), each with a check of its own."""
+    await page.get_by_label("Description").fill(description)
     await page.get_by_role("button", name="Make it a conversation").click()
-    for index, (user, check_name, field, value) in enumerate(TURNS, start=1):
+    for index, (user, check_name, field, value) in enumerate(turns, start=1):
         if index > 1:
             await page.get_by_role("button", name="Add turn").click()
         turn = page.get_by_role("group", name=f"Turn {index}", exact=True)
