@@ -2,6 +2,7 @@
 
     .venv/bin/python -m tests.perf.bench_conversations              # 10,000 conversations
     .venv/bin/python -m tests.perf.bench_conversations --cases 200  # a small run
+    .venv/bin/python -m tests.perf.bench_conversations --workers 2  # two workers
 
 Conversations of 5 scripted turns (a check on each turn and one on the whole), a 50 ms agent,
 concurrency 200: ideal wall 10,000 x 5 x 50 ms / 200 = 12.5 s. Then a single-turn run of as
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import time
 from typing import Any
@@ -128,6 +130,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--delay-ms", type=float, default=50)
     parser.add_argument("--concurrency", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
     with server_urls() as (postgres_url, redis_url):
         database_url = asyncio.run(fresh_database(postgres_url, "agentlasso_bench"))
@@ -141,10 +144,16 @@ def main() -> None:
             with (
                 delayed_agent(args.delay_ms) as agent_url,
                 api_process(database_url, redis_url, env) as (base_url, api_pid),
-                worker_process(env, args.concurrency) as worker_pid,
+                contextlib.ExitStack() as workers,
             ):
+                # More workers: each its own process, as an operator scales them.
+                worker_pids = [
+                    workers.enter_context(worker_process(env, args.concurrency))
+                    for _ in range(args.workers)
+                ]
                 args.agent_url = agent_url
-                pids = {"api": api_pid, "worker": worker_pid}
+                pids = {"api": api_pid, "worker": worker_pids[0]}
+                pids.update({f"worker {n + 2}": pid for n, pid in enumerate(worker_pids[1:])})
                 asyncio.run(bench(base_url, new_key(database_url), pids, args))
         finally:
             asyncio.run(drop_database(postgres_url, database_url))

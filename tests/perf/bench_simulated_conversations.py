@@ -3,6 +3,7 @@ processes, the fake Anthropic API playing the user with a fixed latency.
 
     .venv/bin/python -m tests.perf.bench_simulated_conversations               # 1,000
     .venv/bin/python -m tests.perf.bench_simulated_conversations --cases 100   # a small run
+    .venv/bin/python -m tests.perf.bench_simulated_conversations --workers 2   # two workers
 
 Each conversation opens with its `opening` (no model call), then the simulated user writes
 every next message until max_turns (6): 6 agent calls of `--delay-ms` (50) and 5 model calls
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 import os
 import time
@@ -113,6 +115,7 @@ def main() -> None:
     parser.add_argument("--delay-ms", type=float, default=50)
     parser.add_argument("--model-ms", type=float, default=200)
     parser.add_argument("--concurrency", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
     with (
         server_urls() as (postgres_url, redis_url),
@@ -131,10 +134,16 @@ def main() -> None:
             with (
                 delayed_agent(args.delay_ms) as agent_url,
                 api_process(database_url, redis_url, env) as (base_url, api_pid),
-                worker_process(env, args.concurrency) as worker_pid,
+                contextlib.ExitStack() as workers,
             ):
+                # More workers: each its own process, as an operator scales them.
+                worker_pids = [
+                    workers.enter_context(worker_process(env, args.concurrency))
+                    for _ in range(args.workers)
+                ]
                 args.agent_url = agent_url
-                pids = {"api": api_pid, "worker": worker_pid}
+                pids = {"api": api_pid, "worker": worker_pids[0]}
+                pids.update({f"worker {n + 2}": pid for n, pid in enumerate(worker_pids[1:])})
                 asyncio.run(bench(base_url, new_key(database_url), pids, fake, args))
         finally:
             asyncio.run(drop_database(postgres_url, database_url))
