@@ -8,6 +8,7 @@ wait. A bucket hands out turns at its rate, refilled by elapsed time, up to its 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Sequence
 
@@ -63,11 +64,16 @@ class TokenBucket:
         return await take_together([(self, key)], tokens)
 
     async def turn(self, key: str, tokens: int = 1) -> None:
-        """Return once the tokens are taken, waiting for them as long as it takes."""
-        while True:
-            wait_s = await self.take(key, tokens)
+        """Return once the tokens are taken, waiting for them as long as it takes. More tokens
+        than the bucket holds are taken a bucketful at a time (a take is capped at the
+        capacity: asking for more in one would take only a bucketful)."""
+        remaining = tokens
+        while remaining > 0:
+            part = min(remaining, max(1, math.floor(self.capacity)))
+            wait_s = await self.take(key, part)
             if wait_s <= 0:
-                return
+                remaining -= part
+                continue
             # The bucket says exactly when the tokens will be there: no event to wait for.
             await asyncio.sleep(wait_s)
 
