@@ -1,5 +1,5 @@
-"""Redis going away in the middle of a chunk's conversations: the later turns' pacing goes on
-unpaced (the chunk is not lost), an agent's concurrency slot waits for Redis to come back, and
+"""Redis going away in the middle of a chunk's conversations: its pacing goes on unpaced (the
+chunk is not lost), an agent's concurrency slot waits for Redis to come back, and
 gives up (as a single-turn call does) only when it stays away past REDIS_PATIENCE_S; the
 simulated user without its judge slot ends its conversation not graded, saying why."""
 
@@ -31,6 +31,7 @@ from agentlasso.judge.setup import build_judge
 from agentlasso.judge.simulated_user import SimulatedUserPlayer
 from agentlasso.services.recording import CaseTrial
 from agentlasso_workers import lanes
+from agentlasso_workers.conversations import scripted_calls
 from agentlasso_workers.simulated_users import NO_SLOT, SimulatedUsers
 from agentlasso_workers.state import WorkerState
 from tests.support.conversational_agent import ConversationalAgent, running_conversational_agent
@@ -116,16 +117,18 @@ async def test_a_conversation_goes_on_unpaced_when_redis_goes_away(
     worker, _ = state
     plan, item = plan_and_item(agent, agent_limit=None)
     with caplog.at_level(logging.WARNING, "agentlasso.lanes"):
+        # The chunk takes its scripted turns' pace at once, as _calls_for does: Redis is away.
+        await lanes._pace(worker, plan, scripted_calls(item))
         reply = await lanes._call(worker, plan, item, attempt=1)
     assert reply.played is not None
     played = reply.played.conversation
     assert played.ended_by == "script"
     assert [turn.error for turn in played.turns] == [None, None, None]
     assert "Your order number is 1234" in str(played.turns[2].actual_output)
-    # Turns 2 and 3 asked the pacer, and went on without it.
+    # The chunk's pace went on without Redis; its scripted turns asked the pacer no more.
     assert [r.getMessage() for r in caplog.records].count(
         "agent calls are not paced: Redis did not answer"
-    ) == 2
+    ) == 1
 
 
 async def test_an_agent_slot_waits_for_redis_to_come_back(
