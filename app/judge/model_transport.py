@@ -17,7 +17,6 @@ honours them (`proxied`).
 
 from __future__ import annotations
 
-import os
 import urllib.request
 
 import httpx2
@@ -32,13 +31,14 @@ MAX_ANSWER_BYTES = 32 * 1024 * 1024
 MAX_HEAD_BYTES = 256 * 1024
 MAX_HEADERS = 200
 _DEFAULT_PORTS = {"https": 443, "http": 80}
-# Where the SDK sends requests when neither the settings nor ANTHROPIC_BASE_URL say.
+# Where the SDK sends requests when the settings (ANTHROPIC_BASE_URL) name no other address.
 SDK_BASE_URL = "https://api.anthropic.com"
 
 
 def proxied(base_url: str | None) -> bool:
-    """Whether the environment names a proxy for the model's address (as the SDK finds it)."""
-    url = httpx2.URL(base_url or os.environ.get("ANTHROPIC_BASE_URL") or SDK_BASE_URL)
+    """Whether the environment names a proxy (HTTPS_PROXY, NO_PROXY..., the standard variables
+    httpx reads, not our settings) for the model's address, as the SDK would find it."""
+    url = httpx2.URL(base_url or SDK_BASE_URL)
     proxies = urllib.request.getproxies()
     if not (proxies.get(url.scheme) or proxies.get("all")):
         return False
