@@ -31,12 +31,13 @@ from agentlasso.services.recording import CaseTrial, Reply
 CallAgent = Callable[[dict[str, Any], int], Awaitable[AgentCallResult]]
 
 
-def scripted_calls(item: CaseTrial) -> int:
-    """The calls an item is sure to make: one, or a conversation's scripted turns. A chunk
-    takes their pace under the host's quota at once (one Redis round trip for the chunk, which
-    was one a turn: most of a turn's CPU); a simulated user's turns take theirs one by one."""
+def most_calls(item: CaseTrial) -> int:
+    """The most calls an item can make: one, or a conversation's scripted turns and its
+    simulated user's max_turns. A chunk takes their pace under the host's quota at once: one
+    Redis round trip a chunk, where one a turn was most of a turn's CPU. A conversation that
+    ends sooner leaves its turns unused: its calls are paced early, never late."""
     conversation = item.case.content.conversation
-    return 1 if conversation is None else max(1, len(conversation.turns))
+    return 1 if conversation is None else max(1, conversation.most_turns())
 
 
 async def play_case(

@@ -34,7 +34,7 @@ from agentlasso.observability.logs import bind_log_context, log_context
 from agentlasso.queue import enqueue_quietly
 from agentlasso.services.recording import CaseTrial, ChunkRecording, Reply, record_chunk
 from agentlasso.services.run_settling import settle_run
-from agentlasso_workers.conversations import play_case, scripted_calls
+from agentlasso_workers.conversations import most_calls, play_case
 from agentlasso_workers.judge_chunks import judge_chunk
 from agentlasso_workers.state import WorkerState
 
@@ -199,7 +199,7 @@ async def _calls_for(state: WorkerState, plan: RunPlan, held: Held) -> list[Repl
     answered = False
     try:
         items = await _items(state, plan, held)
-        await _pace(state, plan, sum(scripted_calls(item) for item in items))
+        await _pace(state, plan, sum(most_calls(item) for item in items))
         calls = await _calls(state, plan, items, held.attempt)
         answered = True
         return calls
@@ -364,10 +364,8 @@ async def _call(state: WorkerState, plan: RunPlan, item: CaseTrial, attempt: int
         "context": plan.context,
     }
 
-    async def call_agent(turn_body: dict[str, Any], turn: int) -> AgentCallResult:
-        if turn > scripted_calls(item):  # the chunk took its scripted turns' pace at once
-            await _pace(state, plan)
-        return await _agent_call(state, plan, turn_body)
+    async def call_agent(turn_body: dict[str, Any], _turn: int) -> AgentCallResult:
+        return await _agent_call(state, plan, turn_body)  # the chunk took every turn's pace
 
     if case.content.conversation is not None:
         return await play_case(item, body, call_agent, plan.next_user, attempt)

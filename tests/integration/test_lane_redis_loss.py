@@ -31,7 +31,7 @@ from agentlasso.judge.setup import build_judge
 from agentlasso.judge.simulated_user import SimulatedUserPlayer
 from agentlasso.services.recording import CaseTrial
 from agentlasso_workers import lanes
-from agentlasso_workers.conversations import scripted_calls
+from agentlasso_workers.conversations import most_calls
 from agentlasso_workers.simulated_users import NO_SLOT, SimulatedUsers
 from agentlasso_workers.state import WorkerState
 from tests.support.conversational_agent import ConversationalAgent, running_conversational_agent
@@ -117,15 +117,15 @@ async def test_a_conversation_goes_on_unpaced_when_redis_goes_away(
     worker, _ = state
     plan, item = plan_and_item(agent, agent_limit=None)
     with caplog.at_level(logging.WARNING, "agentlasso.lanes"):
-        # The chunk takes its scripted turns' pace at once, as _calls_for does: Redis is away.
-        await lanes._pace(worker, plan, scripted_calls(item))
+        # The chunk takes every turn's pace at once, as _calls_for does: Redis is away.
+        await lanes._pace(worker, plan, most_calls(item))
         reply = await lanes._call(worker, plan, item, attempt=1)
     assert reply.played is not None
     played = reply.played.conversation
     assert played.ended_by == "script"
     assert [turn.error for turn in played.turns] == [None, None, None]
     assert "Your order number is 1234" in str(played.turns[2].actual_output)
-    # The chunk's pace went on without Redis; its scripted turns asked the pacer no more.
+    # The chunk's pace went on without Redis; its turns asked the pacer no more.
     assert [r.getMessage() for r in caplog.records].count(
         "agent calls are not paced: Redis did not answer"
     ) == 1

@@ -17,7 +17,7 @@ from agentlasso.domain.conversations import (
 )
 from agentlasso.domain.test_cases import PinnedCase, TestCaseContent
 from agentlasso.services.recording import CaseTrial, answer_of
-from agentlasso_workers.conversations import played_reply, scripted_calls
+from agentlasso_workers.conversations import most_calls, played_reply
 
 CONTENT = TestCaseContent(
     conversation=Conversation(turns=(ScriptedTurn(user="a"), ScriptedTurn(user="b")))
@@ -60,14 +60,14 @@ def test_a_failed_turn_is_the_reply_s_error_by_its_turn() -> None:
     assert reply.agent_call is not None and reply.agent_call.attempts[0].status == 500
 
 
-def test_a_chunk_paces_a_conversations_scripted_turns_at_once() -> None:
-    # One call for a single-turn case; a scripted conversation's turns; at least one for a
-    # conversation the simulated user plays from the start (its later turns pace one by one).
+def test_a_chunk_paces_a_conversations_every_possible_turn_at_once() -> None:
+    # One call for a single-turn case; a scripted conversation's turns; and the simulated
+    # user's max_turns besides (6 by default).
     single = msgspec.structs.replace(ITEM.case, content=TestCaseContent(input="hi"))
-    assert scripted_calls(msgspec.structs.replace(ITEM, case=single)) == 1
-    assert scripted_calls(ITEM) == 2
+    assert most_calls(msgspec.structs.replace(ITEM, case=single)) == 1
+    assert most_calls(ITEM) == 2
     simulated = TestCaseContent(
         conversation=Conversation(simulated_user=SimulatedUser(persona="p", goal="g"))
     )
     only_simulated = msgspec.structs.replace(ITEM.case, content=simulated)
-    assert scripted_calls(msgspec.structs.replace(ITEM, case=only_simulated)) == 1
+    assert most_calls(msgspec.structs.replace(ITEM, case=only_simulated)) == 6
