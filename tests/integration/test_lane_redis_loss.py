@@ -8,14 +8,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import msgspec
 import pytest
 import pytest_asyncio
-import redis
 from redis.exceptions import RedisError
 
 from agentlasso import queue
@@ -23,7 +21,6 @@ from agentlasso.agents import AgentClient, AgentTarget
 from agentlasso.config import Settings
 from agentlasso.coordination import agent_limits
 from agentlasso.db.pool import create_pool
-from agentlasso.devstack.valkey import valkey_binary
 from agentlasso.domain.conversations import Conversation, ScriptedTurn, SimulatedUser
 from agentlasso.domain.test_cases import PinnedCase, TestCaseContent
 from agentlasso.judge.model_calls import JudgeSettings
@@ -34,34 +31,11 @@ from agentlasso_workers import lanes
 from agentlasso_workers.conversations import most_calls
 from agentlasso_workers.simulated_users import NO_SLOT, SimulatedUsers
 from agentlasso_workers.state import WorkerState
+from tests.e2e.test_server_recovery import private_redis
 from tests.support.conversational_agent import ConversationalAgent, running_conversational_agent
 from tests.support.processes import free_port
-from tests.support.waiting import wait_until
 
 TURNS = ("Hi, my order 1234 has not arrived.", "Can I get a refund?", "My order number?")
-
-
-def _answers(port: int) -> bool:
-    try:
-        return bool(redis.Redis(port=port, socket_timeout=0.5).ping())
-    except redis.RedisError:
-        return False
-
-
-@contextlib.contextmanager
-def private_redis(port: int) -> Iterator[subprocess.Popen[bytes]]:
-    """A Redis (Valkey) of this test's own, keeping nothing on disk, on a fixed port."""
-    process = subprocess.Popen(
-        [str(valkey_binary()), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    wait_until(lambda: _answers(port), 10, what="the test's Redis starting")
-    try:
-        yield process
-    finally:
-        process.kill()
-        process.wait()
 
 
 @pytest.fixture
