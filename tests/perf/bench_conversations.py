@@ -5,9 +5,11 @@
     .venv/bin/python -m tests.perf.bench_conversations --workers 2  # two workers
 
 Conversations of 5 scripted turns (a check on each turn and one on the whole), a 50 ms agent,
-concurrency 200: ideal wall 10,000 x 5 x 50 ms / 200 = 12.5 s. Then a single-turn run of as
-many cases on the same processes, for the CPU a turn costs against a single-turn case. Prints
-the wall, the CPU per turn and per case over API and worker, and the worker's peak RSS.
+concurrency 200 (the worker's call slots sized so that one project's share of them, 80% by
+default, is the run's 200: `slots_for`): ideal wall 10,000 x 5 x 50 ms / 200 = 12.5 s. Then a
+single-turn run of as many cases on the same processes, for the CPU a turn costs against a
+single-turn case. Prints the wall, the CPU per turn and per case over API and worker, and the
+worker's peak RSS.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from tests.perf.harness import (
     new_key,
     rss_mb,
     server_urls,
+    slots_for,
     worker_process,
 )
 from tests.support.databases import drop_database, fresh_database
@@ -148,7 +151,7 @@ def main() -> None:
             ):
                 # More workers: each its own process, as an operator scales them.
                 worker_pids = [
-                    workers.enter_context(worker_process(env, args.concurrency))
+                    workers.enter_context(worker_process(env, slots_for(args.concurrency)))
                     for _ in range(args.workers)
                 ]
                 args.agent_url = agent_url

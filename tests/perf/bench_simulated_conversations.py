@@ -7,10 +7,11 @@ processes, the fake Anthropic API playing the user with a fixed latency.
 
 Each conversation opens with its `opening` (no model call), then the simulated user writes
 every next message until max_turns (6): 6 agent calls of `--delay-ms` (50) and 5 model calls
-of `--model-ms` (200) one after another, 1.3 s a conversation. At concurrency 200 (the judge's
-concurrency raised to match, so the model calls are not the bottleneck) the latencies allow
-1,000 / 200 waves x 1.3 s = 6.5 s; the bar is 1.5 x that. Prints the wall against it, the CPU per
-turn of the API and the worker, and what the run counted of the simulated user's calls.
+of `--model-ms` (200) one after another, 1.3 s a conversation. At concurrency 200 (the worker's
+call slots and the judge's concurrency sized so that one project's share of them, 80% by
+default, is the run's 200: `slots_for`) the latencies allow 1,000 / 200 waves x 1.3 s = 6.5 s;
+the bar is 1.5 x that. Prints the wall against it, the CPU per turn of the API and the worker,
+and what the run counted of the simulated user's calls.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from tests.perf.harness import (
     new_key,
     rss_mb,
     server_urls,
+    slots_for,
     worker_process,
 )
 from tests.support.databases import drop_database, fresh_database
@@ -128,7 +130,8 @@ def main() -> None:
             "AGENTLASSO_QUEUE": f"agentlasso:bench:{os.getpid()}", **UNLIMITED,
             "ANTHROPIC_API_KEY": FAKE_API_KEY, "ANTHROPIC_BASE_URL": fake.base_url,
             "AGENTLASSO_JUDGE_MODEL": "claude-sonnet-5-5",
-            "AGENTLASSO_JUDGE_CONCURRENCY": str(args.concurrency),
+            # The judge's slots too hold a project to its share: sized to give the run its own.
+            "AGENTLASSO_JUDGE_CONCURRENCY": str(slots_for(args.concurrency)),
         }  # fmt: skip
         try:
             with (
@@ -138,7 +141,7 @@ def main() -> None:
             ):
                 # More workers: each its own process, as an operator scales them.
                 worker_pids = [
-                    workers.enter_context(worker_process(env, args.concurrency))
+                    workers.enter_context(worker_process(env, slots_for(args.concurrency)))
                     for _ in range(args.workers)
                 ]
                 args.agent_url = agent_url

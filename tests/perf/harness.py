@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from agentlasso.config import load_settings
 from tests.support.databases import drop_database, fresh_database, new_project_key
 from tests.support.processes import ROOT, agentlasso, api_process
 
@@ -123,6 +125,13 @@ def worker_process(env: dict[str, str], concurrency: int) -> Iterator[int]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def slots_for(concurrency: int) -> int:
+    """A worker's call slots that let one project's run have all its concurrency: a project
+    holds at most its share of a worker's slots (AGENTLASSO_PROJECT_SHARE, 0.8 by default),
+    so an operator sizes workers above the largest run's concurrency by that much."""
+    return math.ceil(concurrency / load_settings().project_share)
 
 
 @contextlib.contextmanager
