@@ -1,5 +1,6 @@
 """Benchmark of conversations with a simulated user in server mode: real API, worker and agent
-processes, the fake Anthropic API playing the user with a fixed latency.
+processes, a fake model playing the user with a fixed latency (tests/perf/delayed_model.py, in
+its own process: the real model's CPU is not on the platform's machine).
 
     .venv/bin/python -m tests.perf.bench_simulated_conversations               # 1,000
     .venv/bin/python -m tests.perf.bench_simulated_conversations --cases 100   # a small run
@@ -31,6 +32,7 @@ from tests.perf.bench_server_mode import cpu_s, follow, start
 from tests.perf.harness import (
     UNLIMITED,
     delayed_agent,
+    delayed_model,
     new_key,
     rss_mb,
     server_urls,
@@ -38,7 +40,7 @@ from tests.perf.harness import (
     worker_process,
 )
 from tests.support.databases import drop_database, fresh_database
-from tests.support.fake_anthropic import FAKE_API_KEY, FakeAnthropic
+from tests.support.fake_anthropic import FAKE_API_KEY
 from tests.support.processes import SECRET_KEY, api_process
 
 MAX_TURNS = 6
@@ -72,8 +74,14 @@ async def simulated_dataset(client: httpx.AsyncClient, cases: int) -> str:
     return str(dataset["id"])
 
 
+async def answered(model_url: str) -> int:
+    """How many requests the fake model has answered."""
+    async with httpx.AsyncClient() as client:
+        return int((await client.get(f"{model_url}/count")).text)
+
+
 async def bench(
-    base: str, key: str, pids: dict[str, int], fake: FakeAnthropic, args: argparse.Namespace
+    base: str, key: str, pids: dict[str, int], model_url: str, args: argparse.Namespace
 ) -> None:
     async with httpx.AsyncClient(base_url=base, headers={"x-api-key": key}, timeout=120) as client:
         agent = {"name": "bench", "url": args.agent_url}
@@ -82,13 +90,13 @@ async def bench(
         warm = await simulated_dataset(client, 20)
         await follow(client, await start(client, warm, agent_id, 20))
         dataset_id = await simulated_dataset(client, args.cases)
-        asked_before = len(fake.requests)
+        asked_before = await answered(model_url)
         before = {name: cpu_s(pid) for name, pid in pids.items()}
         started = time.perf_counter()
         run, _ = await follow(client, await start(client, dataset_id, agent_id, args.concurrency))
         wall = time.perf_counter() - started
         cpu = {name: cpu_s(pid) - before[name] for name, pid in pids.items()}
-        asked = len(fake.requests) - asked_before
+        asked = await answered(model_url) - asked_before
     done = run["counts"]["done"]
     turns = done * MAX_TURNS
     per_conversation_s = (MAX_TURNS * args.delay_ms + (MAX_TURNS - 1) * args.model_ms) / 1000
@@ -121,14 +129,14 @@ def main() -> None:
     args = parser.parse_args()
     with (
         server_urls() as (postgres_url, redis_url),
-        FakeAnthropic(latency_s=args.model_ms / 1000) as fake,
+        delayed_model(args.model_ms) as model_url,
     ):
         database_url = asyncio.run(fresh_database(postgres_url, "agentlasso_bench"))
         env = {
             "DATABASE_URL": database_url, "REDIS_URL": redis_url,
             "AGENTLASSO_SECRET_KEY": SECRET_KEY, "AGENTLASSO_ALLOW_PRIVATE_AGENTS": "1",
             "AGENTLASSO_QUEUE": f"agentlasso:bench:{os.getpid()}", **UNLIMITED,
-            "ANTHROPIC_API_KEY": FAKE_API_KEY, "ANTHROPIC_BASE_URL": fake.base_url,
+            "ANTHROPIC_API_KEY": FAKE_API_KEY, "ANTHROPIC_BASE_URL": model_url,
             "AGENTLASSO_JUDGE_MODEL": "claude-sonnet-5-5",
             # The judge's slots too hold a project to its share: sized to give the run its own.
             "AGENTLASSO_JUDGE_CONCURRENCY": str(slots_for(args.concurrency)),
@@ -147,7 +155,7 @@ def main() -> None:
                 args.agent_url = agent_url
                 pids = {"api": api_pid, "worker": worker_pids[0]}
                 pids.update({f"worker {n + 2}": pid for n, pid in enumerate(worker_pids[1:])})
-                asyncio.run(bench(base_url, new_key(database_url), pids, fake, args))
+                asyncio.run(bench(base_url, new_key(database_url), pids, model_url, args))
         finally:
             asyncio.run(drop_database(postgres_url, database_url))
 

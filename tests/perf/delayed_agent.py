@@ -54,8 +54,12 @@ class DelayedAgent(asyncio.Protocol):
             length = content_length(self.buffer[:end])
             if len(self.buffer) < end + 4 + length:
                 return
-            self.buffer = self.buffer[end + 4 + length :]
-            asyncio.get_running_loop().call_later(self.delay_s, self.answer)
+            head, self.buffer = self.buffer[:end], self.buffer[end + 4 + length :]
+            self.received(head)
+
+    def received(self, head: bytes) -> None:
+        """A whole request came (its head given): answer it after the delay."""
+        asyncio.get_running_loop().call_later(self.delay_s, self.answer)
 
     def answer(self) -> None:
         if not self.transport.is_closing():

@@ -137,11 +137,25 @@ def slots_for(concurrency: int) -> int:
 @contextlib.contextmanager
 def delayed_agent(delay_ms: float, reply_bytes: int = 0) -> Iterator[str]:
     """The fake agent of tests/perf/delayed_agent.py in its own process; yields its URL."""
-    argv = [sys.executable, "-m", "tests.perf.delayed_agent", str(delay_ms), str(reply_bytes)]
+    with _served("tests.perf.delayed_agent", str(delay_ms), str(reply_bytes)) as port:
+        yield f"http://127.0.0.1:{port}/agent"
+
+
+@contextlib.contextmanager
+def delayed_model(delay_ms: float) -> Iterator[str]:
+    """The fake model of tests/perf/delayed_model.py in its own process; yields its base URL."""
+    with _served("tests.perf.delayed_model", str(delay_ms)) as port:
+        yield f"http://127.0.0.1:{port}"
+
+
+@contextlib.contextmanager
+def _served(module: str, *args: str) -> Iterator[int]:
+    """A server module run in its own process, which prints its port first; yields the port."""
+    argv = [sys.executable, "-m", module, *args]
     process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
-        yield f"http://127.0.0.1:{int(process.stdout.readline())}/agent"
+        yield int(process.stdout.readline())
     finally:
         process.terminate()
         process.wait(timeout=10)
