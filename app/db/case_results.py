@@ -51,7 +51,7 @@ SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::uuid[], $5::text[], 
     $14::jsonb[], $15::bool[], $16::jsonb[], $17::bool[], $18::jsonb[], $19::int[], $20::jsonb[],
     $21::text[], $22::bool[], $23::jsonb[], $24::jsonb[], $25::text[], $26::int[], $27::jsonb[])
 ON CONFLICT (run_id, test_case_id, trial) DO NOTHING
-RETURNING seq, {_FLAG_COLUMNS}
+RETURNING seq, test_case_id, trial, {_FLAG_COLUMNS}
 """
 
 # The rows a judge chunk re-grades, locked, with what they counted for before.
@@ -117,9 +117,12 @@ _RECORDS = tuple[JudgeRecord, ...]
 
 
 class Inserted(msgspec.Struct, frozen=True):
-    """A result this write stored (not one stored before): its row id, and what it counts for."""
+    """A result this write stored (not one stored before): its row id, its case and trial, and
+    what it counts for."""
 
     seq: int
+    test_case_id: UUID
+    trial: int
     flags: ResultFlags
 
 
@@ -217,7 +220,9 @@ async def insert_new(connection: Connection, results: Sequence[NewResult]) -> li
         for index, column in enumerate(zip(*rows, strict=True))
     ]
     inserted = await connection.fetch(_INSERT_NEW, *columns)
-    return [Inserted(row["seq"], _flags(row)) for row in inserted]
+    return [
+        Inserted(row["seq"], row["test_case_id"], row["trial"], _flags(row)) for row in inserted
+    ]
 
 
 async def existing(

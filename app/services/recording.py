@@ -116,10 +116,12 @@ def answer_of(reply: Reply) -> Answer:
 
 
 class Written(msgspec.Struct, frozen=True):
-    """What a store's rows add to the run's counters, and the rows that wait for the judge."""
+    """What a store's rows add to the run's counters, the rows that wait for the judge, and what
+    the simulated users of the conversations it stored cost."""
 
     counts: Counters
     judging: list[int]
+    spend: JudgeSpend | None = None
 
 
 class Recording(Protocol):
@@ -161,7 +163,7 @@ async def store(
     if not await recording.hold(connection, run_id):
         return None
     written = await recording.write(connection, run_id, rows)
-    await run_counts.add(connection, run_id, written.counts, simulated_spend(rows))
+    await run_counts.add(connection, run_id, written.counts, written.spend)
     judge_work = await _judge_chunks(connection, run_id, written.judging, recording.judge_chunk)
     return Recorded(await recording.announce(connection, run_id), judge_work)
 
@@ -169,7 +171,11 @@ async def store(
 def simulated_spend(rows: Sequence[NewResult]) -> JudgeSpend | None:
     """What the simulated users of these conversations cost, counted in the run's judge spend
     (they ask the judge's model); None when no row played one. A CI client's simulated user
-    is counted by the endpoint that asks it, so its rows carry no usage."""
+    is counted by the endpoint that asks it, so its rows carry no usage.
+
+    The run counts what its kept results cost, as it does the judge's verdicts: the calls of an
+    attempt whose results were not stored (its worker died, or its chunk was retaken and done
+    by another first) are spent on the key's daily budget as they are made, not in the run."""
     spends = [row.simulated_usage for row in rows if row.simulated_usage is not None]
     if not spends:
         return None
@@ -223,6 +229,7 @@ class ChunkRecording(msgspec.Struct, frozen=True):
         return Written(
             Counters.counting(stored.flags for stored in inserted),
             [stored.seq for stored in inserted if stored.flags.judge_pending],
+            simulated_spend(_stored_rows(rows, inserted)),
         )
 
     async def announce(self, connection: Connection, run_id: UUID) -> Run | None:
@@ -230,6 +237,17 @@ class ChunkRecording(msgspec.Struct, frozen=True):
         if self.progress_due():
             await run_rows.notify(connection, run_id, "progress")
         return None
+
+
+def _stored_rows(
+    rows: Sequence[NewResult], inserted: list[case_results.Inserted]
+) -> Sequence[NewResult]:
+    """The rows a write stored: all of them, but when another attempt of the chunk (retaken as
+    stale) stored some first."""
+    if len(inserted) == len(rows):
+        return rows
+    kept = {(stored.test_case_id, stored.trial) for stored in inserted}
+    return [row for row in rows if (row.test_case_id, row.trial) in kept]
 
 
 class BatchRecording(msgspec.Struct, frozen=True):
@@ -265,7 +283,9 @@ class BatchRecording(msgspec.Struct, frozen=True):
         judging = (
             await case_results.pending_seqs(connection, run_id, self.case_ids) if waiting else []
         )
-        return Written(self.counts.less(Counters.counting(replaced)), judging)
+        return Written(
+            self.counts.less(Counters.counting(replaced)), judging, simulated_spend(rows)
+        )
 
     async def announce(self, connection: Connection, run_id: UUID) -> Run | None:
         """The run settled (its tallies taken in first), and its waiters told: long-polls and

@@ -6,19 +6,29 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
 from agentlasso.config import Settings
 from tests.e2e.test_conversations_server import add_case, stored_rows
 from tests.e2e.test_judge_runs import judge_env
-from tests.support.api import all_results, create_dataset, register_agent, start_run, wait_final
+from tests.support.api import (
+    all_results,
+    create_dataset,
+    register_agent,
+    start_run,
+    wait_done,
+    wait_final,
+)
 from tests.support.conversational_agent import ConversationalAgent, running_conversational_agent
 from tests.support.fake_anthropic import (
     SIMULATED_MESSAGE,
+    USAGE,
     Answer,
     FakeAnthropic,
     Request,
@@ -31,6 +41,7 @@ from tests.support.fake_anthropic import (
     user_without_message,
 )
 from tests.support.processes import WorkerProcesses, api_process
+from tests.support.waiting import eventually
 
 OPENING = "Hi, my order 1234 has not arrived."
 DANA = {"persona": "Dana, a busy parent who writes short messages", "max_turns": 4,
@@ -237,3 +248,67 @@ async def test_judge_checks_on_a_conversation_see_the_transcript_and_the_reply(
         ("user", OPENING), ("assistant", first), ("user", "Can I get a refund?"),
     ]  # fmt: skip
     assert shown[1]["tool_calls"][0]["name"] == "orders.lookup"
+
+
+async def reissued_chunks(database_url: str, run_id: str) -> int:
+    """Chunks of the run given out again after their worker stopped beating."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        count: int = await connection.fetchval(
+            "SELECT count(*) FROM run_chunks WHERE run_id = $1 AND attempt > 1", run_id
+        )
+        return count
+    finally:
+        await connection.close()
+
+
+async def test_a_chunk_played_twice_counts_its_simulated_users_once(
+    settings: Settings,
+    api_key: str,
+    workers: WorkerProcesses,
+    agent: ConversationalAgent,
+    database_url: str,
+) -> None:
+    # The stopped worker's chunk is retaken as stale and played again by the other. Resumed, it
+    # plays its conversations on and stores them too, unless it sees the chunk lost first (a
+    # race: seen both ways here, 900 calls counted where 800 were kept, before the fix): the
+    # second store keeps nothing, and the run's cost counts the kept conversations' calls only.
+    agent.delay_s = 0.1
+    sam = {"persona": "Sam, who asks twice", "goal": "Get order 1234 refunded", "max_turns": 3,
+           "opening": OPENING}  # fmt: skip
+    case = {"conversation": {"simulated_user": sam}, "checks": REFUNDED}
+    with FakeAnthropic(latency_s=0.1) as fake:
+        env = judge_env(settings, fake)
+        with api_process(settings.database_url, settings.redis_url, env) as (base_url, _pid):
+            stopped = workers.start(concurrency=50, extra_env=env)
+            workers.start(concurrency=50, extra_env=env)
+            async with httpx.AsyncClient(
+                base_url=base_url, headers={"x-api-key": api_key}, timeout=120
+            ) as client:
+                agent_id = await register_agent(client, agent.url)
+                dataset = await create_dataset(client)
+                imported = await client.post(
+                    f"/api/v1/datasets/{dataset['id']}/test-cases/import",
+                    content="\n".join([json.dumps(case)] * 400),
+                    headers={"content-type": "application/x-ndjson"},
+                )
+                assert imported.status_code == 201, imported.text
+                run = await start_run(
+                    client, dataset_id=dataset["id"], agent_id=agent_id, concurrency=100
+                )
+                await wait_done(client, run["run_id"], 10)
+                stopped.send_signal(signal.SIGSTOP)
+                try:
+                    await eventually(
+                        lambda: reissued_chunks(database_url, run["run_id"]), timeout_s=30
+                    )
+                finally:
+                    stopped.send_signal(signal.SIGCONT)
+                final = await wait_final(client, run["run_id"], wait_s=120)
+    assert final["status"] == "completed", final
+    assert final["counts"]["done"] == len(await stored_rows(database_url, run["run_id"])) == 400
+    # The opening, then two messages the model wrote: two calls a kept conversation.
+    assert final["judge"]["calls"] == 400 * 2
+    assert final["judge"]["input_tokens"] == 400 * 2 * USAGE["input_tokens"]
+    # The model answered the kept conversations, and the abandoned attempt when it went on.
+    assert len(user_requests(fake, "Sam, who asks twice")) >= 400 * 2
