@@ -10,13 +10,13 @@ import signal
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
 from agentlasso.config import Settings
 from tests.e2e.test_conversations_server import add_case, stored_rows
 from tests.e2e.test_judge_runs import judge_env
+from tests.e2e.test_run_counters import reissued_chunks
 from tests.support.api import (
     all_results,
     create_dataset,
@@ -59,11 +59,17 @@ def agent() -> Iterator[ConversationalAgent]:
 
 @contextlib.asynccontextmanager
 async def platform(
-    settings: Settings, api_key: str, workers: WorkerProcesses, env: dict[str, str]
+    settings: Settings,
+    api_key: str,
+    workers: WorkerProcesses,
+    env: dict[str, str],
+    concurrencies: tuple[int, ...] = (100,),
 ) -> AsyncIterator[httpx.AsyncClient]:
-    """An API process and a worker with this environment; a client of the API."""
+    """An API process and a worker of each concurrency, with this environment; a client of the
+    API."""
     with api_process(settings.database_url, settings.redis_url, env) as (base_url, _pid):
-        workers.start(extra_env=env)
+        for concurrency in concurrencies:
+            workers.start(concurrency, extra_env=env)
         async with httpx.AsyncClient(
             base_url=base_url, headers={"x-api-key": api_key}, timeout=120
         ) as client:
@@ -250,18 +256,6 @@ async def test_judge_checks_on_a_conversation_see_the_transcript_and_the_reply(
     assert shown[1]["tool_calls"][0]["name"] == "orders.lookup"
 
 
-async def reissued_chunks(database_url: str, run_id: str) -> int:
-    """Chunks of the run given out again after their worker stopped beating."""
-    connection = await asyncpg.connect(database_url)
-    try:
-        count: int = await connection.fetchval(
-            "SELECT count(*) FROM run_chunks WHERE run_id = $1 AND attempt > 1", run_id
-        )
-        return count
-    finally:
-        await connection.close()
-
-
 async def test_a_chunk_played_twice_counts_its_simulated_users_once(
     settings: Settings,
     api_key: str,
@@ -279,32 +273,26 @@ async def test_a_chunk_played_twice_counts_its_simulated_users_once(
     case = {"conversation": {"simulated_user": sam}, "checks": REFUNDED}
     with FakeAnthropic(latency_s=0.1) as fake:
         env = judge_env(settings, fake)
-        with api_process(settings.database_url, settings.redis_url, env) as (base_url, _pid):
-            stopped = workers.start(concurrency=50, extra_env=env)
-            workers.start(concurrency=50, extra_env=env)
-            async with httpx.AsyncClient(
-                base_url=base_url, headers={"x-api-key": api_key}, timeout=120
-            ) as client:
-                agent_id = await register_agent(client, agent.url)
-                dataset = await create_dataset(client)
-                imported = await client.post(
-                    f"/api/v1/datasets/{dataset['id']}/test-cases/import",
-                    content="\n".join([json.dumps(case)] * 400),
-                    headers={"content-type": "application/x-ndjson"},
-                )
-                assert imported.status_code == 201, imported.text
-                run = await start_run(
-                    client, dataset_id=dataset["id"], agent_id=agent_id, concurrency=100
-                )
-                await wait_done(client, run["run_id"], 10)
-                stopped.send_signal(signal.SIGSTOP)
-                try:
-                    await eventually(
-                        lambda: reissued_chunks(database_url, run["run_id"]), timeout_s=30
-                    )
-                finally:
-                    stopped.send_signal(signal.SIGCONT)
-                final = await wait_final(client, run["run_id"], wait_s=120)
+        async with platform(settings, api_key, workers, env, (50, 50)) as client:
+            agent_id = await register_agent(client, agent.url)
+            dataset = await create_dataset(client)
+            imported = await client.post(
+                f"/api/v1/datasets/{dataset['id']}/test-cases/import",
+                content="\n".join([json.dumps(case)] * 400),
+                headers={"content-type": "application/x-ndjson"},
+            )
+            assert imported.status_code == 201, imported.text
+            run = await start_run(
+                client, dataset_id=dataset["id"], agent_id=agent_id, concurrency=100
+            )
+            await wait_done(client, run["run_id"], 10)
+            stopped = workers.processes[0]
+            stopped.send_signal(signal.SIGSTOP)
+            try:
+                await eventually(lambda: reissued_chunks(database_url, run["run_id"]), timeout_s=30)
+            finally:
+                stopped.send_signal(signal.SIGCONT)
+            final = await wait_final(client, run["run_id"], wait_s=120)
     assert final["status"] == "completed", final
     assert final["counts"]["done"] == len(await stored_rows(database_url, run["run_id"])) == 400
     # The opening, then two messages the model wrote: two calls a kept conversation.

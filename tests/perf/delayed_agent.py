@@ -81,8 +81,13 @@ async def serve(delay_ms: float, reply_bytes: int = 0) -> None:
         DelayedAgent.response = response_with(
             json.dumps({"output": output, "tool_calls": []}).encode()
         )
+    await serve_with(DelayedAgent)
+
+
+async def serve_with(protocol: type[DelayedAgent]) -> None:
+    """Serve the protocol on a free loopback port, printed first, until stopped."""
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(DelayedAgent, "127.0.0.1", 0, backlog=4096)
+    server = await loop.create_server(protocol, "127.0.0.1", 0, backlog=4096)
     print(server.sockets[0].getsockname()[1], flush=True)
     async with server:
         await server.serve_forever()

@@ -16,7 +16,7 @@ import contextlib
 import json
 import sys
 
-from tests.perf.delayed_agent import DelayedAgent, response_with
+from tests.perf.delayed_agent import DelayedAgent, response_with, serve_with
 from tests.support.fake_anthropic import SIMULATED_MESSAGE, USAGE
 
 GOES_ON = {"reason": "Pressing for an answer.", "status": "continue", "message": SIMULATED_MESSAGE}
@@ -46,11 +46,7 @@ class DelayedModel(DelayedAgent):
 
 async def serve(delay_ms: float) -> None:
     DelayedModel.delay_s = delay_ms / 1000
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(DelayedModel, "127.0.0.1", 0, backlog=4096)
-    print(server.sockets[0].getsockname()[1], flush=True)
-    async with server:
-        await server.serve_forever()
+    await serve_with(DelayedModel)
 
 
 if __name__ == "__main__":
