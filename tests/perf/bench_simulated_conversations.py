@@ -29,6 +29,7 @@ import httpx
 import msgspec
 
 from tests.perf.bench_server_mode import cpu_s, follow, start
+from tests.perf.delayed_model import MODEL
 from tests.perf.harness import (
     UNLIMITED,
     delayed_agent,
@@ -137,7 +138,7 @@ def main() -> None:
             "AGENTLASSO_SECRET_KEY": SECRET_KEY, "AGENTLASSO_ALLOW_PRIVATE_AGENTS": "1",
             "AGENTLASSO_QUEUE": f"agentlasso:bench:{os.getpid()}", **UNLIMITED,
             "ANTHROPIC_API_KEY": FAKE_API_KEY, "ANTHROPIC_BASE_URL": model_url,
-            "AGENTLASSO_JUDGE_MODEL": "claude-sonnet-5-5",
+            "AGENTLASSO_JUDGE_MODEL": MODEL,
             # The judge's slots too hold a project to its share: sized to give the run its own.
             "AGENTLASSO_JUDGE_CONCURRENCY": str(slots_for(args.concurrency)),
         }  # fmt: skip

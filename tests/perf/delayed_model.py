@@ -19,9 +19,12 @@ import sys
 from tests.perf.delayed_agent import DelayedAgent, response_with, serve_with
 from tests.support.fake_anthropic import SIMULATED_MESSAGE, USAGE
 
+# The model it says answered: the benchmark configures the judge's model to match, so the run's
+# cost is priced as that model's.
+MODEL = "claude-sonnet-5-5"
 GOES_ON = {"reason": "Pressing for an answer.", "status": "continue", "message": SIMULATED_MESSAGE}
 MESSAGE = {
-    "id": "msg_bench", "type": "message", "role": "assistant", "model": "claude-sonnet-5-5",
+    "id": "msg_bench", "type": "message", "role": "assistant", "model": MODEL,
     "content": [{"type": "text", "text": json.dumps(GOES_ON)}], "stop_reason": "end_turn",
     "stop_sequence": None, "usage": USAGE,
 }  # fmt: skip
