@@ -136,6 +136,30 @@ CREATE INDEX case_results_partially_graded_idx ON case_results USING btree (run_
 CREATE INDEX case_results_run_outcome_seq_idx ON case_results USING btree (run_id, outcome, seq);
 CREATE INDEX case_results_run_seq_idx ON case_results USING btree (run_id, seq);
 
+CREATE TABLE dataset_version_cases (
+    version_id uuid NOT NULL,
+    position integer NOT NULL,
+    test_case_id uuid NOT NULL,
+    revision_id uuid NOT NULL,
+    CONSTRAINT dataset_version_cases_pkey PRIMARY KEY (version_id, "position"),
+    CONSTRAINT dataset_version_cases_revision_id_fkey FOREIGN KEY (revision_id) REFERENCES test_case_revisions(id),
+    CONSTRAINT dataset_version_cases_version_id_fkey FOREIGN KEY (version_id) REFERENCES dataset_versions(id) ON DELETE CASCADE
+);
+
+CREATE TABLE dataset_versions (
+    id uuid NOT NULL,
+    dataset_id uuid NOT NULL,
+    seq bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    name text NOT NULL,
+    case_count integer NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT dataset_versions_dataset_id_fkey FOREIGN KEY (dataset_id) REFERENCES datasets(id) ON DELETE CASCADE,
+    CONSTRAINT dataset_versions_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
+    CONSTRAINT dataset_versions_name_key UNIQUE (dataset_id, name),
+    CONSTRAINT dataset_versions_pkey PRIMARY KEY (id)
+);
+CREATE INDEX dataset_versions_dataset_seq_idx ON dataset_versions USING btree (dataset_id, seq DESC);
+
 CREATE TABLE datasets (
     id uuid NOT NULL DEFAULT gen_random_uuid(),
     project_id uuid NOT NULL,
@@ -211,10 +235,13 @@ CREATE TABLE eval_runs (
     cases_passed integer,
     cases_passed_any integer,
     flaky_count integer,
+    tags text[],
+    dataset_version_id uuid,
     CONSTRAINT eval_runs_agent_project_fkey FOREIGN KEY (agent_id, project_id) REFERENCES agents(id, project_id) ON DELETE SET NULL (agent_id),
     CONSTRAINT eval_runs_baseline_project_fkey FOREIGN KEY (baseline_run_id, project_id) REFERENCES eval_runs(id, project_id) ON DELETE SET NULL (baseline_run_id),
     CONSTRAINT eval_runs_counts_check CHECK (((passed <= graded) AND ((graded + no_checks) <= done) AND (done <= total) AND (errored <= done))),
     CONSTRAINT eval_runs_dataset_project_fkey FOREIGN KEY (dataset_id, project_id) REFERENCES datasets(id, project_id) ON DELETE CASCADE,
+    CONSTRAINT eval_runs_dataset_version_id_fkey FOREIGN KEY (dataset_version_id) REFERENCES dataset_versions(id) ON DELETE SET NULL,
     CONSTRAINT eval_runs_gate_check CHECK ((gate = ANY (ARRAY['threshold'::text, 'no_new_failures'::text]))),
     CONSTRAINT eval_runs_id_project_key UNIQUE (id, project_id),
     CONSTRAINT eval_runs_mode_check CHECK ((mode = ANY (ARRAY['ci'::text, 'server'::text]))),
@@ -354,6 +381,7 @@ CREATE TABLE test_case_revisions (
     description text,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     conversation jsonb,
+    tags text[] NOT NULL DEFAULT '{}'::text[],
     CONSTRAINT test_case_revisions_case_revision_key UNIQUE (test_case_id, revision),
     CONSTRAINT test_case_revisions_dataset_id_fkey FOREIGN KEY (dataset_id) REFERENCES datasets(id) ON DELETE CASCADE,
     CONSTRAINT test_case_revisions_evaluation_type_check CHECK ((evaluation_type = ANY (ARRAY['BOOLEAN'::text, 'SCORE'::text]))),
@@ -364,6 +392,7 @@ CREATE TABLE test_case_revisions (
 CREATE INDEX test_case_revisions_checks_idx ON test_case_revisions USING gin (checks jsonb_path_ops);
 CREATE INDEX test_case_revisions_expectation_idx ON test_case_revisions USING btree (id) WHERE (expected_output IS NOT NULL);
 CREATE INDEX test_case_revisions_search_idx ON test_case_revisions USING gin (((((COALESCE(input, jsonb_path_query_array(conversation, '$."turns"[*]."user"'::jsonpath)) #>> '{}'::text[]) || ' '::text) || COALESCE(description, ''::text))) gin_trgm_ops);
+CREATE INDEX test_case_revisions_tags_idx ON test_case_revisions USING gin (tags);
 
 CREATE TABLE test_cases (
     id uuid NOT NULL,

@@ -50,6 +50,7 @@ def case_out(case: domain.TestCase, warnings: list[ContentWarning] | None = None
         evaluation_type=content.evaluation_type,
         min_confidence=content.min_confidence,
         description=content.description,
+        tags=content.tags,
         created_at=case.created_at,
         updated_at=case.updated_at,
         source_trace_id=case.source_trace_id,

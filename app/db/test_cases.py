@@ -29,6 +29,7 @@ REVISION_COLUMNS = (
     "evaluation_type",
     "min_confidence",
     "description",
+    "tags",
 )
 CASE_COLUMNS = ("id", "dataset_id", "current_revision_id")
 _CONTENT_FIELDS = TestCaseContent.__struct_fields__
@@ -36,7 +37,7 @@ _CONTENT_FIELDS = TestCaseContent.__struct_fields__
 _SELECT = """
 SELECT c.id, c.dataset_id, c.seq, c.created_at, c.updated_at, c.source_trace_id,
        r.revision, r.input, r.conversation, r.checks_version, r.checks, r.evaluation_criteria_json,
-       r.expected_output, r.evaluation_type, r.min_confidence, r.description
+       r.expected_output, r.evaluation_type, r.min_confidence, r.description, r.tags
 FROM test_cases c
 JOIN test_case_revisions r ON r.id = c.current_revision_id
 """
@@ -119,7 +120,7 @@ def revision_values(
         revision_id, test_case_id, dataset_id, revision, content.input, content.conversation,
         content.checks_version,
         content.checks, content.evaluation_criteria_json, content.expected_output,
-        content.evaluation_type, content.min_confidence, content.description,
+        content.evaluation_type, content.min_confidence, content.description, content.tags,
     )  # fmt: skip
 
 

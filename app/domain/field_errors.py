@@ -8,11 +8,13 @@ import re
 import msgspec
 
 from agentlasso.domain.checks import CHECK_TYPES
+from agentlasso.domain.test_cases import TAG_RULE
 from agentlasso.errors import FieldError
 
 _PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 _STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[\"([^\"]*)\"\]")
 # Messages that name the field themselves: the pointer should end at that field.
+_TAG_POINTER = re.compile(r"(^|/)tags(/\d+)?$")
 _NAMED_FIELD = re.compile(r"Object (?:contains unknown|missing required) field `([^`]*)`")
 
 
@@ -39,7 +41,10 @@ def with_named_field(pointer: str, detail: str) -> str:
 
 
 def friendlier(detail: str, pointer: str) -> str:
-    """Say what an unknown check type is, rather than msgspec's generic wording."""
+    """Say what an unknown check type is, and what a tag may be, rather than msgspec's generic
+    wording."""
     if pointer.endswith("/type") and "/checks/" in pointer and detail.startswith("Invalid value"):
         return f"{detail}: unknown check type; expected one of {', '.join(CHECK_TYPES)}."
+    if _TAG_POINTER.search(pointer) and detail.startswith("Expected `"):
+        return f"{detail}. {TAG_RULE}"
     return detail

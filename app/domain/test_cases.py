@@ -16,6 +16,17 @@ Confidence = Annotated[int, msgspec.Meta(ge=0, le=100)]
 CaseInput = Annotated[str, msgspec.Meta(max_length=1_000_000)] | dict[str, Any]
 # Version 1 is the only one there is; the bound keeps any number within what is stored.
 ChecksVersion = Annotated[int, msgspec.Meta(ge=1, le=2_147_483_647)]
+# A tag names a slice of a dataset (`smoke`, `billing`) that a run may be limited to. No
+# whitespace or comma: a CSV cell and the case editor's field list tags comma-separated.
+MAX_TAGS = 20
+MAX_TAG_CHARS = 64
+TAG_PATTERN = r"^[^\s,\x00-\x1f\x7f]+$"
+Tag = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TAG_CHARS, pattern=TAG_PATTERN)]
+Tags = Annotated[tuple[Tag, ...], msgspec.Meta(max_length=MAX_TAGS)]
+TAG_RULE = (
+    f"A case has at most {MAX_TAGS} tags, each 1 to {MAX_TAG_CHARS} characters "
+    "with no whitespace or comma."
+)
 
 
 class TestCaseContent(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
@@ -34,6 +45,8 @@ class TestCaseContent(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     evaluation_type: EvaluationType = "SCORE"
     min_confidence: Confidence = 70
     description: str | None = None
+    # Kept in order, each once (a repeated tag is folded into its first: fold_tags).
+    tags: Tags = ()
 
 
 class TestCaseImportLine(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -50,6 +63,7 @@ class TestCaseImportLine(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     evaluation_type: EvaluationType | None = None
     min_confidence: Confidence | None = None
     description: str | None = None
+    tags: Tags = ()
     expected_output_camel: str | None = msgspec.field(default=None, name="expectedOutput")
     evaluation_type_camel: EvaluationType | None = msgspec.field(
         default=None, name="evaluationType"
@@ -87,7 +101,13 @@ class TestCaseImportLine(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
             evaluation_type=_first(self.evaluation_type, self.evaluation_type_camel, "SCORE"),
             min_confidence=_first(self.min_confidence, self.min_confidence_camel, 70),
             description=self.description,
+            tags=self.tags,
         )
+
+
+def fold_tags(tags: tuple[str, ...]) -> tuple[str, ...]:
+    """The tags in their order, each once (tags are compared exactly, case included)."""
+    return tuple(dict.fromkeys(tags))
 
 
 def _first(*values: Any) -> Any:

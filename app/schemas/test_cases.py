@@ -15,6 +15,7 @@ from agentlasso.domain.test_cases import (
     Confidence,
     ContentWarning,
     EvaluationType,
+    Tags,
     TestCaseContent,
 )
 
@@ -34,6 +35,8 @@ class TestCaseCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     evaluation_type: EvaluationType = "SCORE"
     min_confidence: Confidence = 70
     description: str | None = None
+    # At most 20, each 1-64 characters without whitespace or comma; a repeat is folded.
+    tags: Tags = ()
 
     def content(self) -> TestCaseContent:
         """The content to store."""
@@ -56,6 +59,7 @@ class TestCaseUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     evaluation_type: EvaluationType | msgspec.UnsetType = msgspec.UNSET
     min_confidence: Confidence | msgspec.UnsetType = msgspec.UNSET
     description: str | msgspec.UnsetType | None = msgspec.UNSET
+    tags: Tags | msgspec.UnsetType = msgspec.UNSET
 
     def apply(self, current: TestCaseContent) -> TestCaseContent:
         """The current content with these changes."""
@@ -91,6 +95,7 @@ class TestCase(msgspec.Struct, kw_only=True):
     evaluation_type: EvaluationType
     min_confidence: int
     description: str | None
+    tags: tuple[str, ...]
     created_at: datetime
     updated_at: datetime
     # The trace it was made from (`POST /traces/{trace_id}/test-case`), else null.

@@ -20,6 +20,7 @@ from agentlasso.domain.test_cases import (
     ContentWarning,
     TestCase,
     TestCaseContent,
+    fold_tags,
     with_conversation_ids,
 )
 from agentlasso.domain.web import CaseFilter, Revision
@@ -88,6 +89,7 @@ def prepare_content(content: TestCaseContent) -> TestCaseContent:
     problems = content_problems(content)
     if problems:
         raise InvalidInput("The test case is not valid.", problems)
+    content = msgspec.structs.replace(content, tags=fold_tags(content.tags))
     if content.conversation is not None:
         return with_conversation_ids(content)
     if content.checks is None:
