@@ -20,6 +20,7 @@ from agentlasso.agents import AgentClient
 from agentlasso.api.agents import AgentController
 from agentlasso.api.case_drafts import CaseDraftController
 from agentlasso.api.comparisons import ComparisonController, FlakyController
+from agentlasso.api.dataset_versions import DatasetVersionController
 from agentlasso.api.datasets import DatasetController
 from agentlasso.api.health import health, ready
 from agentlasso.api.judge_settings import JudgeSettingsController
@@ -140,6 +141,7 @@ def api_router() -> Router:
         route_handlers=[
             AgentController,
             DatasetController,
+            DatasetVersionController,
             DatasetTestCaseController,
             TestCaseController,
             RunController,

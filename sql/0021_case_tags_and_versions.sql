@@ -27,7 +27,9 @@ CREATE TABLE dataset_version_cases (
 );
 
 -- What a run was asked to run: only cases with one of these tags (null: every case), and the
--- version it ran (null: the dataset's current revisions; also when the version is deleted).
+-- version it ran, by id and by name (null: the dataset's current revisions). A version is
+-- never renamed, so its name is kept beside the id for every read of the run.
 ALTER TABLE eval_runs ADD COLUMN tags text[];
 ALTER TABLE eval_runs ADD COLUMN dataset_version_id uuid
     REFERENCES dataset_versions(id) ON DELETE SET NULL;
+ALTER TABLE eval_runs ADD COLUMN dataset_version text;

@@ -95,6 +95,8 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "getDataset": (404,),
     "updateDataset": (*_BODY, 404),
     "deleteDataset": (404, 409),
+    "createDatasetVersion": (*_BODY, 404, 409),
+    "listDatasetVersions": (404, 422),
     "listTestCases": (404, 422),
     "createTestCase": (*_BODY, 404, 409),
     "importTestCases": (*_BODY, 404, 409, 415),

@@ -19,6 +19,7 @@ _CASE = {
     "input": "Where is my refund for order 1234?",
     "checks": _CHECKS,
     "description": "A refund question names the order and the delay.",
+    "tags": ["refunds", "smoke"],
 }
 _AGENT = {
     "name": "support bot",
@@ -42,11 +43,17 @@ BODY_EXAMPLES: dict[str, Any] = {
         "data_context": {"region": "eu", "refund_days": "3-5"},
     },
     "updateDataset": {"description": "Refund questions, reviewed in November."},
+    "createDatasetVersion": {"name": "2025-11-release"},
     "createTestCase": _CASE,
     "updateTestCase": {"checks": _CHECKS[:2]},
     "previewTestCase": _REPLY,
     "previewChecks": {"input": _CASE["input"], "checks": _CHECKS, **_REPLY},
-    "createRun": {"dataset_id": _SOME_ID, "pass_threshold": 0.95, "labels": {"branch": "main"}},
+    "createRun": {
+        "dataset_id": _SOME_ID,
+        "pass_threshold": 0.95,
+        "labels": {"branch": "main"},
+        "tags": ["smoke"],
+    },
     "postRunResults": {"run_id": _SOME_ID, "results": [{"test_case_id": _SOME_ID, **_REPLY}]},
     "nextUserTurn": {
         "test_case_id": _SOME_ID,

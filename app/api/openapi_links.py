@@ -35,7 +35,7 @@ LINKS: dict[str, tuple[str, dict[str, Follow]]] = {
         **{name: Follow(_DATASET) for name in (
             "getDataset", "updateDataset", "deleteDataset", "listTestCases", "createTestCase",
             "importTestCases", "listFlakyCases", "exportTestCases", "generateCases",
-            "listCaseDrafts",
+            "listCaseDrafts", "createDatasetVersion", "listDatasetVersions",
         )},
         "createRun": Follow({}, {"dataset_id": "$response.body#/id"}),
     }),

@@ -113,10 +113,21 @@ def _run_fields(run: domain.Run, public_url: str | None) -> dict[str, Any]:
         concurrency=run.concurrency,
         trials=run.trials,
         labels=run.labels,
+        **_selection_fields(run),
         created_at=run.created_at,
         started_at=run.started_at,
         finished_at=run.finished_at,
     )
+
+
+def _selection_fields(run: domain.Run) -> dict[str, Any]:
+    """Which cases the run was asked to run: its tags and its dataset version."""
+    version_id = run.dataset_version_id
+    return {
+        "tags": run.tags,
+        "dataset_version_id": None if version_id is None else str(version_id),
+        "dataset_version": run.dataset_version,
+    }
 
 
 def run_out(run: domain.Run, public_url: str | None) -> Run:
@@ -155,6 +166,7 @@ async def _ci_run_body(
             web_url=run_web_url(platform.settings.public_url, run.id),
             gate=run.gate,
             baseline_run_id=None if run.baseline_run_id is None else str(run.baseline_run_id),
+            **_selection_fields(run),
             test_cases=[],
         )
     )
@@ -203,6 +215,9 @@ def _new_run(data: RunCreate) -> start_run.NewRun:
         judge_cache=data.judge_cache,
         gate=data.gate,
         baseline_run_id=_baseline_id(data.baseline_run_id),
+        # An empty list asks for no tag in particular: every case, as without it.
+        tags=tuple(dict.fromkeys(data.tags)) if data.tags else None,
+        dataset_version=data.dataset_version,
     )
 
 

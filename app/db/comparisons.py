@@ -2,7 +2,8 @@
 kept: a 100,000-case comparison is read a page at a time through an index, never recomputed.
 
 A case passes in a run when every one of its trials passed; its trials disagree (flaky) when
-some passed and some did not. A case with no result in one of the runs is new, or removed.
+some passed and some did not. A case with no result in one of the runs is new, or removed,
+unless that run's tags left it out.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ WITH cur AS ({current}),
            coalesce(c.revision_id <> b.revision_id, false) AS revision_changed,
            c.shown_trial AS current_trial, b.shown_trial AS baseline_trial,
            coalesce(b.passed AND NOT c.passed, false) AS newly_failing
-    FROM cur c FULL JOIN base b USING (test_case_id)
+    FROM cur c FULL JOIN base b USING (test_case_id){in_both_scopes}
 ), stored AS (
     INSERT INTO run_comparison_cases (run_id, baseline_run_id, test_case_id, rank, seq,
                                       revision_changed, current_trial, baseline_trial)
@@ -68,18 +69,51 @@ SELECT rank, count(*) AS cases, count(*) FILTER (WHERE newly_failing) AS newly_f
 FROM compared GROUP BY rank
 """
 
-_TRIALS = "SELECT id, trials FROM eval_runs WHERE id = ANY($1::uuid[])"
+_TRIALS = "SELECT id, trials, tags FROM eval_runs WHERE id = ANY($1::uuid[])"
+
+# A run limited to tags ran only the cases with one of them: a case only the other run ran is
+# new (or removed) only when it would have run in this one too, judged by the tags of the
+# revision the other run ran. Cases both runs ran are compared whatever their tags.
+_IN_BOTH_SCOPES = """
+    WHERE (c.test_case_id IS NOT NULL AND b.test_case_id IS NOT NULL)
+       OR (b.test_case_id IS NULL AND {new_in_baseline_scope})
+       OR (c.test_case_id IS NULL AND {removed_in_current_scope})"""
+_TAGGED = (
+    "EXISTS (SELECT 1 FROM test_case_revisions tr "
+    "WHERE tr.id = {side}.revision_id::uuid AND tr.tags && ${parameter}::text[])"
+)
 
 
-async def _compare_statement(connection: Connection, run_id: UUID, baseline_run_id: UUID) -> str:
-    """The comparison's statement, reading each run's cases as its trials need."""
+async def _compare_statement(
+    connection: Connection, run_id: UUID, baseline_run_id: UUID
+) -> tuple[str, list[list[str]]]:
+    """The comparison's statement, reading each run's cases as its trials need and keeping to
+    the cases both runs' tags cover; with the tags it takes after $1 and $2."""
     rows = await connection.fetch(_TRIALS, [run_id, baseline_run_id])
     trials: dict[UUID, int] = {row["id"]: row["trials"] for row in rows}
+    tags: dict[UUID, list[str] | None] = {row["id"]: row["tags"] for row in rows}
 
     def cases(run: UUID, parameter: str) -> str:
         return (_PER_CASE if trials.get(run, 1) > 1 else _PER_RESULT).format(run=parameter)
 
-    return _COMPARE.format(current=cases(run_id, "$1"), baseline=cases(baseline_run_id, "$2"))
+    arguments: list[list[str]] = []
+
+    def covered(side: str, scope: list[str] | None) -> str:
+        if scope is None:
+            return "true"
+        arguments.append(scope)
+        return _TAGGED.format(side=side, parameter=len(arguments) + 2)
+
+    scoped = ""
+    if tags.get(run_id) is not None or tags.get(baseline_run_id) is not None:
+        scoped = _IN_BOTH_SCOPES.format(
+            new_in_baseline_scope=covered("c", tags.get(baseline_run_id)),
+            removed_in_current_scope=covered("b", tags.get(run_id)),
+        )
+    statement = _COMPARE.format(
+        current=cases(run_id, "$1"), baseline=cases(baseline_run_id, "$2"), in_both_scopes=scoped
+    )
+    return statement, arguments
 
 
 _ENOUGH_MEMORY = "SET LOCAL work_mem = '64MB'"
@@ -130,8 +164,8 @@ async def compare(connection: Connection, run_id: UUID, baseline_run_id: UUID) -
         # Two 100,000-case aggregates and their join fit in memory with this much, where the
         # default spills them to disk (for this transaction only).
         await connection.execute(_ENOUGH_MEMORY)
-        statement = await _compare_statement(connection, run_id, baseline_run_id)
-        rows = await connection.fetch(statement, run_id, baseline_run_id)
+        statement, tags = await _compare_statement(connection, run_id, baseline_run_id)
+        rows = await connection.fetch(statement, run_id, baseline_run_id, *tags)
         counts = {BUCKETS[row["rank"] - 1]: row["cases"] for row in rows}
         new_failures = sum(row["newly_failing"] for row in rows)
         await connection.execute(_FINISH, run_id, baseline_run_id, counts, new_failures)

@@ -43,6 +43,9 @@ class RunInsert(msgspec.Struct, frozen=True, kw_only=True):
     judge_use_cache: bool
     gate: RunGate
     baseline_run_id: UUID | None
+    tags: list[str] | None = None
+    dataset_version_id: UUID | None = None
+    dataset_version: str | None = None
 
 
 _INSERT = f"""
@@ -54,22 +57,43 @@ RETURNING {RUN_COLUMNS}
 
 _BY_IDEMPOTENCY_KEY = _READ + "WHERE r.project_id = $1 AND r.idempotency_key = $2"
 
-_PIN_CASES = """
+# The cases a run pins, from the dataset's live cases at their current revisions or from a
+# version's frozen ones, in order: {source} names them `c`, with their `case_id`, `revision_id`
+# and `ordinal`. The revision `r` is joined only when the tags are asked about.
+_PIN = """
 INSERT INTO eval_run_cases (run_id, position, test_case_id, revision_id)
-SELECT $1, row_number() OVER (ORDER BY seq), id, current_revision_id
-FROM test_cases WHERE dataset_id = $2
+SELECT $1, row_number() OVER (ORDER BY c.ordinal), c.case_id, c.revision_id
+FROM {source}{tagged}
+WHERE {where}
 """
+_LIVE_CASES = (
+    "(SELECT id AS case_id, current_revision_id AS revision_id, seq AS ordinal, dataset_id "
+    "FROM test_cases) c",
+    "c.dataset_id = $2",
+)
+_VERSION_CASES = (
+    "(SELECT test_case_id AS case_id, revision_id, position AS ordinal, version_id "
+    "FROM dataset_version_cases) c",
+    "c.version_id = $2",
+)
+_TAGGED = " JOIN test_case_revisions r ON r.id = c.revision_id"
+# The cases that failed (or whose agent call failed) in an earlier run: a re-run of them.
+_FAILED_IN = (
+    "c.case_id IN (SELECT test_case_id FROM case_results "
+    "WHERE run_id = $3 AND (outcome = 'failed' OR errored))"
+)
 
-# The cases that failed (or whose agent call failed) in an earlier run of the dataset, pinned at
-# their current revisions: a fixed check is what the new run grades.
-_PIN_FAILED_CASES = """
-INSERT INTO eval_run_cases (run_id, position, test_case_id, revision_id)
-SELECT $1, row_number() OVER (ORDER BY seq), id, current_revision_id
-FROM test_cases
-WHERE dataset_id = $2
-  AND id IN (SELECT test_case_id FROM case_results
-             WHERE run_id = $3 AND (outcome = 'failed' OR errored))
-"""
+
+def _pin_statement(version: bool, tags: bool) -> str:
+    """The pin for a live dataset or a version, with the tags as $4 when asked about."""
+    source, where = _VERSION_CASES if version else _LIVE_CASES
+    conditions = [where, "($3::uuid IS NULL OR " + _FAILED_IN + ")"]
+    if tags:
+        conditions.append("r.tags && $4::text[]")
+    return _PIN.format(
+        source=source, tagged=_TAGGED if tags else "", where=" AND ".join(conditions)
+    )
+
 
 # Before its first store: the row is the whole run.
 _SET_TOTAL = f"""
@@ -204,14 +228,20 @@ async def run_by_idempotency_key(connection: Connection, project_id: UUID, key: 
 
 
 async def pin_cases(
-    connection: Connection, run_id: UUID, dataset_id: UUID, failed_in: UUID | None = None
+    connection: Connection,
+    run_id: UUID,
+    dataset_id: UUID,
+    failed_in: UUID | None = None,
+    *,
+    tags: list[str] | None = None,
+    version_id: UUID | None = None,
 ) -> Run:
-    """Pin the dataset's current revisions to the run in one statement (only the cases that
-    failed in the run `failed_in`, when given); set its total."""
-    if failed_in is None:
-        status: str = await connection.execute(_PIN_CASES, run_id, dataset_id)
-    else:
-        status = await connection.execute(_PIN_FAILED_CASES, run_id, dataset_id, failed_in)
+    """Pin the run's cases in one statement and set its total: the dataset's current revisions,
+    or the version's frozen ones; with `tags`, only the cases with one of them; with
+    `failed_in`, only the cases that failed in that run."""
+    statement = _pin_statement(version=version_id is not None, tags=tags is not None)
+    arguments = [run_id, version_id or dataset_id, failed_in, *([] if tags is None else [tags])]
+    status: str = await connection.execute(statement, *arguments)
     return _run(await connection.fetchrow(_SET_TOTAL, run_id, int(status.split()[-1])))
 
 

@@ -22,3 +22,15 @@ class Dataset(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: datetime
     # Its live test cases, kept by every write of cases.
     case_count: int
+
+
+class DatasetVersion(msgspec.Struct, frozen=True, kw_only=True):
+    """A dataset's cases frozen at the revisions they had; field names are the columns."""
+
+    id: UUID
+    dataset_id: UUID
+    seq: int
+    name: str
+    # The live cases it froze (a case deleted since is still in it).
+    case_count: int
+    created_at: datetime

@@ -90,6 +90,11 @@ class Run(msgspec.Struct, frozen=True, kw_only=True):
     cases_passed: int | None = None
     cases_passed_any: int | None = None
     flaky_count: int | None = None
+    # Only the cases with one of these tags ran; None: every case.
+    tags: list[str] | None = None
+    # The dataset version whose frozen revisions ran, by id and name; None: the current ones.
+    dataset_version_id: UUID | None = None
+    dataset_version: str | None = None
     # Not a column: stores counted since the run's row last took them in (app/db/run_counts.py).
     unfolded: int = 0
 

@@ -46,3 +46,28 @@ class DatasetPage(msgspec.Struct, kw_only=True):
 
     items: list[Dataset]
     next_cursor: str | None
+
+
+class DatasetVersionCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A version to freeze: the current revision of every live case, under this name."""
+
+    # Unique in the dataset; not a UUID (a run names its version by id or by name).
+    name: Name
+
+
+class DatasetVersion(msgspec.Struct, kw_only=True):
+    """A frozen version of a dataset's cases."""
+
+    id: UUID
+    dataset_id: UUID
+    name: str
+    # The cases it froze; a case edited or deleted since runs as it was then.
+    case_count: int
+    created_at: datetime
+
+
+class DatasetVersionPage(msgspec.Struct, kw_only=True):
+    """A page of a dataset's versions, newest first."""
+
+    items: list[DatasetVersion]
+    next_cursor: str | None

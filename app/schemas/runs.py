@@ -10,7 +10,7 @@ import msgspec
 from agentlasso.domain import runs as domain
 from agentlasso.domain.checks import Check
 from agentlasso.domain.conversations import Conversation
-from agentlasso.domain.test_cases import CaseInput, EvaluationType
+from agentlasso.domain.test_cases import MAX_TAGS, CaseInput, EvaluationType, Tag
 
 RunStatus = domain.RunStatus
 WebUrl = Annotated[
@@ -39,6 +39,10 @@ class RunCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # A completed run of the same dataset; without it the newest completed run whose gate
     # passed, else the newest completed one, else none.
     baseline_run_id: str | None = None
+    # Only the cases with at least one of these tags run (an empty list: every case).
+    tags: Annotated[list[Tag], msgspec.Meta(max_length=MAX_TAGS)] | None = None
+    # A version of the dataset, by its id or name: its frozen revisions run, not the current.
+    dataset_version: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
 
 
 class RunTestCase(msgspec.Struct, kw_only=True):
@@ -117,6 +121,11 @@ class Run(RunGate, kw_only=True):
     concurrency: int | None
     trials: int
     labels: dict[str, str] | None
+    # The tags the run was limited to (null: every case), and the version it ran (null: the
+    # cases' current revisions).
+    tags: list[str] | None
+    dataset_version_id: str | None
+    dataset_version: str | None
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -138,6 +147,9 @@ class CreatedCiRun(msgspec.Struct, kw_only=True):
     web_url: WebUrl
     gate: domain.RunGate
     baseline_run_id: str | None
+    tags: list[str] | None
+    dataset_version_id: str | None
+    dataset_version: str | None
     test_cases: list[RunTestCase]
 
 

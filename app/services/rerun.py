@@ -1,5 +1,6 @@
 """Running a run's dataset again with the same agent and settings: every case, or only those
-that failed (at their current revisions, so a fixed check is what gets graded)."""
+that failed (at their current revisions, so a fixed check is what gets graded; a run of a
+dataset version runs that version's revisions again)."""
 
 from __future__ import annotations
 
@@ -28,10 +29,15 @@ async def run_again(
         raise Conflict("This run has no failed cases to run again.")
     agent_id = source.agent_id or await _default_agent_id(platform, project_id)
     labels = {**(source.labels or {}), "rerun_of": str(source.id)}
+    # The same cases again: the same version, and (for every case) the same tags; the failed
+    # ones are those that ran, so tags edited since do not drop any.
+    tags = None if only_failed or source.tags is None else tuple(source.tags)
+    version = None if source.dataset_version_id is None else str(source.dataset_version_id)
     request = NewRun(
         dataset_id=source.dataset_id, pass_threshold=source.pass_threshold, agent_id=agent_id,
         trials=source.trials, concurrency=source.concurrency, labels=labels,
-        judge_cache=source.judge_use_cache, gate=source.gate,
+        judge_cache=source.judge_use_cache, gate=source.gate, tags=tags,
+        dataset_version=version,
     )  # fmt: skip
     failed_in = source.id if only_failed else None
     started = await start_run(platform, project_id, request, idempotency_key, failed_in)

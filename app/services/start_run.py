@@ -1,7 +1,8 @@
 """Starting a run of a dataset: in CI mode the client calls its agent, in server mode we do.
 
-Either way the dataset's current revisions are pinned to the run in one statement, so editing
-a case later never changes what an old run graded. A server-mode run is also cut into chunks
+Either way the dataset's current revisions (or a version's frozen ones), only those with the
+tags asked for, are pinned to the run in one statement, so editing a case later never changes
+what an old run graded. A server-mode run is also cut into chunks
 of agent calls, and its first lanes are queued before the answer goes out.
 """
 
@@ -23,12 +24,13 @@ from agentlasso.db import run_gates
 from agentlasso.db import runs as run_rows
 from agentlasso.db.pool import Connection
 from agentlasso.db.runs import RunInsert
-from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.datasets import Dataset, DatasetVersion
 from agentlasso.domain.runs import ChunkRef, Run, RunGate, lanes_for
 from agentlasso.domain.stored_text import refuse_nul
 from agentlasso.domain.test_cases import PinnedCase
 from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound, TooManyRequests
 from agentlasso.queue import enqueue_quietly
+from agentlasso.services.dataset_versions import find_version
 from agentlasso.services.platform import Platform
 
 DEFAULT_CONCURRENCY = 50
@@ -49,6 +51,10 @@ class NewRun(msgspec.Struct, frozen=True, kw_only=True):
     gate: RunGate = "threshold"
     # The run to compare with; None: chosen when the run is created (see choose_baseline).
     baseline_run_id: UUID | None = None
+    # Only the cases with one of these tags; None: every case.
+    tags: tuple[str, ...] | None = None
+    # The dataset version to run (its id or name); None: the cases' current revisions.
+    dataset_version: str | None = None
 
 
 class StartedRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -60,9 +66,18 @@ class StartedRun(msgspec.Struct, frozen=True, kw_only=True):
     replayed: bool
 
 
+# Fields a run request gained later: counted only when given, so a retry across the upgrade
+# that added them is still the same request.
+_LATER_FIELDS = ("tags", "dataset_version")
+
+
 def request_hash(request: NewRun) -> bytes:
     """A fingerprint of the request, to tell a retry from another request with the same key."""
-    return hashlib.sha256(msgspec.json.encode(request)).digest()
+    fields = msgspec.structs.asdict(request)
+    for name in _LATER_FIELDS:
+        if fields[name] is None:
+            del fields[name]
+    return hashlib.sha256(msgspec.json.encode(fields)).digest()
 
 
 def chunking(total: int, concurrency: int) -> tuple[int, int, int]:
@@ -84,7 +99,7 @@ async def start_run(
 ) -> StartedRun:
     """Create the run; a server-mode run's first lanes are queued, no agent call awaited.
     With `failed_in` (server mode), only the cases that failed in that run of the dataset."""
-    refuse_nul({"labels": request.labels})
+    refuse_nul({"labels": request.labels, "dataset_version": request.dataset_version})
     if request.agent_id is None:
         assert failed_in is None, "a re-run of failed cases calls the agent: server mode"
         return await _start_ci_run(platform, project_id, request, idempotency_key)
@@ -110,14 +125,16 @@ async def _start_ci_run(
         raise InvalidInput(detail, [FieldError(pointer="/trials", detail=detail)])
     async with platform.pool.acquire() as connection, connection.transaction():
         dataset = await _dataset_to_run(connection, project_id, request.dataset_id)
+        version = await _version_to_run(connection, request)
         baseline = await _baseline(connection, project_id, request)
         values = _insert_values(
-            project_id, request, idempotency_key, concurrency=None, baseline=baseline
-        )
+            project_id, request, idempotency_key, concurrency=None, baseline=baseline,
+            version=version,
+        )  # fmt: skip
         run = await run_rows.insert_run(connection, values)
         if run is None:
             return await _replay(connection, project_id, idempotency_key, request, dataset)
-        run = await run_rows.pin_cases(connection, run.id, request.dataset_id)
+        run = await _pin(connection, run, request, version)
         run = await run_gates.store_gate(connection, run)
     return StartedRun(run=run, dataset=dataset, replayed=False)
 
@@ -132,19 +149,22 @@ async def _start_server_run(
     _check_concurrency(platform, request)
     async with platform.pool.acquire() as connection, connection.transaction():
         dataset = await _dataset_to_run(connection, project_id, request.dataset_id)
+        version = await _version_to_run(connection, request)
         agent_limit = await _agent_limit(connection, project_id, request.agent_id)
         concurrency = request.concurrency or min(
             DEFAULT_CONCURRENCY, agent_limit or DEFAULT_CONCURRENCY
         )
         baseline = await _baseline(connection, project_id, request)
         values = _insert_values(
-            project_id, request, idempotency_key, concurrency=concurrency, baseline=baseline
-        )
+            project_id, request, idempotency_key, concurrency=concurrency, baseline=baseline,
+            version=version,
+        )  # fmt: skip
         run = await run_rows.insert_run(connection, values)
         if run is None:
             return await _replay(connection, project_id, idempotency_key, request, dataset)
         await _check_active_runs(platform, connection, project_id)
-        run, lanes = await _plan_work(connection, run, request.dataset_id, concurrency, failed_in)
+        run = await _pin(connection, run, request, version, failed_in)
+        run, lanes = await _plan_work(connection, run, concurrency)
     await enqueue_quietly(platform.queue, platform.settings.queue_name, lanes)
     return StartedRun(run=run, dataset=dataset, replayed=False)
 
@@ -190,6 +210,7 @@ def _insert_values(
     *,
     concurrency: int | None,
     baseline: UUID | None,
+    version: DatasetVersion | None,
 ) -> RunInsert:
     server_mode = request.agent_id is not None
     return RunInsert(
@@ -200,13 +221,45 @@ def _insert_values(
         idempotency_key=idempotency_key, request_hash=request_hash(request),
         agent_id=request.agent_id, concurrency=concurrency, judge_use_cache=request.judge_cache,
         gate=request.gate, baseline_run_id=baseline,
+        tags=None if request.tags is None else list(request.tags),
+        dataset_version_id=None if version is None else version.id,
+        dataset_version=None if version is None else version.name,
     )  # fmt: skip
 
 
+async def _version_to_run(connection: Connection, request: NewRun) -> DatasetVersion | None:
+    """The version the run names, of its dataset (already checked to be the project's)."""
+    if request.dataset_version is None:
+        return None
+    return await find_version(connection, request.dataset_id, request.dataset_version)
+
+
+async def _pin(
+    connection: Connection,
+    run: Run,
+    request: NewRun,
+    version: DatasetVersion | None,
+    failed_in: UUID | None = None,
+) -> Run:
+    """Pin the run's cases; InvalidInput when tags were asked for and no case has one."""
+    tags = None if request.tags is None else list(request.tags)
+    version_id = None if version is None else version.id
+    run = await run_rows.pin_cases(
+        connection, run.id, request.dataset_id, failed_in, tags=tags, version_id=version_id
+    )
+    if tags is not None and run.case_count == 0 and failed_in is None:
+        where = "the dataset" if version is None else f"version {version.name!r} of the dataset"
+        detail = (
+            f"No case in {where} has any of the tags {', '.join(tags)}: nothing would run. "
+            "Check the tags' spelling (they are compared exactly, case included)."
+        )
+        raise InvalidInput(detail, [FieldError(pointer="/tags", detail=detail)])
+    return run
+
+
 async def _plan_work(
-    connection: Connection, run: Run, dataset_id: UUID, concurrency: int, failed_in: UUID | None
+    connection: Connection, run: Run, concurrency: int
 ) -> tuple[Run, list[ChunkRef]]:
-    run = await run_rows.pin_cases(connection, run.id, dataset_id, failed_in)
     size, count, lanes = chunking(run.total, concurrency)
     await run_rows.set_chunk_size(connection, run.id, size)
     await chunk_rows.create_chunks(connection, run.id, count)
