@@ -160,11 +160,15 @@ class AgentLassoClient:
     async def create_run(
         self, dataset_id: str, *, pass_threshold: float | None = None, gate: str | None = None,
         baseline_run_id: str | None = None, idempotency_key: str | None = None,
+        tags: list[str] | None = None, dataset_version: str | None = None,
     ) -> CreatedCiRun:  # fmt: skip
-        """Start a CI-mode run of a dataset; without baseline_run_id the server picks one."""
+        """Start a CI-mode run of a dataset (only the cases with one of `tags`, when given; the
+        revisions of `dataset_version`, an id or name, when given); without baseline_run_id
+        the server picks one."""
         body: dict[str, Any] = {"dataset_id": dataset_id}
         for name, value in (("pass_threshold", pass_threshold), ("gate", gate),
-                            ("baseline_run_id", baseline_run_id)):  # fmt: skip
+                            ("baseline_run_id", baseline_run_id), ("tags", tags),
+                            ("dataset_version", dataset_version)):  # fmt: skip
             if value is not None:
                 body[name] = value
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
@@ -193,13 +197,16 @@ class AgentLassoClient:
         self, dataset_id: str, agent_id: str, *, pass_threshold: float | None = None,
         trials: int = 1, concurrency: int | None = None, labels: dict[str, str] | None = None,
         gate: str | None = None, baseline_run_id: str | None = None,
-        idempotency_key: str | None = None,
+        idempotency_key: str | None = None, tags: list[str] | None = None,
+        dataset_version: str | None = None,
     ) -> Run:  # fmt: skip
-        """Start a run in which the platform calls the registered agent (server mode)."""
+        """Start a run in which the platform calls the registered agent (server mode); `tags`
+        and `dataset_version` choose its cases as for create_run."""
         body: dict[str, Any] = {"dataset_id": dataset_id, "agent_id": agent_id, "trials": trials}
         for name, value in (("pass_threshold", pass_threshold), ("concurrency", concurrency),
                             ("labels", labels), ("gate", gate),
-                            ("baseline_run_id", baseline_run_id)):  # fmt: skip
+                            ("baseline_run_id", baseline_run_id), ("tags", tags),
+                            ("dataset_version", dataset_version)):  # fmt: skip
             if value is not None:
                 body[name] = value
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}

@@ -11,7 +11,13 @@ from typing import Any
 import httpx
 import msgspec
 
-from agentlasso.cli.compare_report import CaseText, fetch_compared, gate_line, report_compared
+from agentlasso.cli.compare_report import (
+    CaseText,
+    fetch_compared,
+    gate_line,
+    report_compared,
+    selection_line,
+)
 from agentlasso.cli.conversations import play_conversation_case
 from agentlasso.cli.errors import run_reporting_errors
 from agentlasso.cli.gate_report import GateReport, finish, print_run_page
@@ -45,6 +51,9 @@ class CiOptions(msgspec.Struct, frozen=True, kw_only=True):
     batch_size: int
     timeout_s: float
     junit: Path | None
+    # Only the cases with one of these tags (none: every case); the version to run.
+    tags: tuple[str, ...] = ()
+    dataset_version: str | None = None
     gate: str = "threshold"
     # None: the server picks the baseline.
     baseline_run_id: str | None = None
@@ -64,12 +73,15 @@ async def _run(options: CiOptions) -> int:
     ):
         run = await client.create_run(
             options.dataset_id, pass_threshold=options.threshold, gate=options.gate,
-            baseline_run_id=options.baseline_run_id,
+            baseline_run_id=options.baseline_run_id, tags=list(options.tags) or None,
+            dataset_version=options.dataset_version,
         )  # fmt: skip
         print(f"Run {run.run_id}: {len(run.test_cases)} test cases, "
               f"calling the agent {options.concurrency} at a time.")  # fmt: skip
         print_run_page(run.web_url)
         print(gate_line(run.gate, run.pass_threshold, run.baseline_run_id))
+        if chosen := selection_line(run.tags, run.dataset_version):
+            print(chosen)
         agent = _agent(options, http)
         answers = await _call_and_post(client, agent, run.run_id, run.test_cases, options)
         if not answers or answers[-1].status == "grading":

@@ -80,6 +80,16 @@ def gate_line(gate: str, threshold: float, baseline_run_id: str | None) -> str:
     return f"Gate: {rule}. Baseline: run {baseline_run_id}."
 
 
+def selection_line(tags: list[str] | None, dataset_version: str | None) -> str | None:
+    """Which cases the run runs, when not every case at its current revision: one line."""
+    parts = []
+    if dataset_version is not None:
+        parts.append(f"version {dataset_version} of the dataset (its frozen revisions)")
+    if tags:
+        parts.append(f"only the cases tagged {', '.join(tags)}")
+    return None if not parts else f"Cases: {'; '.join(parts)}."
+
+
 async def fetch_compared(
     client: AgentLassoClient, gate: RunGate, *, for_comment: bool, out: TextIO = sys.stdout
 ) -> Compared | None:

@@ -68,8 +68,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _compare_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The gate, the baseline (None: the server picks it) and the comment file."""
+    """The cases (tags, version), the gate, the baseline (None: the server picks it) and the
+    comment file."""
     return {
+        "tags": tuple(args.tags or ()),
+        "dataset_version": args.dataset_version,
         "gate": args.gate,
         "baseline_run_id": None if args.baseline == AUTO_BASELINE else args.baseline,
         "comment_file": Path(args.comment_file) if args.comment_file else None,
@@ -112,6 +115,18 @@ def _gate_flags() -> argparse.ArgumentParser:
     """The flags `ci` and `run` share: which dataset, the gate and its baseline, the files."""
     shared = argparse.ArgumentParser(add_help=False)
     shared.add_argument("--dataset", required=True, help="the dataset id")
+    shared.add_argument(
+        "--tag",
+        dest="tags",
+        action="append",
+        metavar="TAG",
+        help="run only the cases with this tag (repeat it: cases with any of the tags)",
+    )
+    shared.add_argument(
+        "--dataset-version",
+        metavar="NAME",
+        help="run this version of the dataset (its name or id): the revisions it froze",
+    )
     shared.add_argument("--threshold", type=_fraction, help="pass threshold, 0 to 1 (default 1.0)")
     shared.add_argument(
         "--gate",

@@ -9,7 +9,13 @@ from typing import TextIO
 
 import msgspec
 
-from agentlasso.cli.compare_report import CaseText, fetch_compared, gate_line, report_compared
+from agentlasso.cli.compare_report import (
+    CaseText,
+    fetch_compared,
+    gate_line,
+    report_compared,
+    selection_line,
+)
 from agentlasso.cli.errors import run_reporting_errors
 from agentlasso.cli.gate_report import EXIT_PASS, GateReport, finish, print_run_page
 from agentlasso.client import AgentLassoClient, Run
@@ -33,6 +39,9 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     threshold: float | None
     concurrency: int | None
     junit: Path | None
+    # Only the cases with one of these tags (none: every case); the version to run.
+    tags: tuple[str, ...] = ()
+    dataset_version: str | None = None
     gate: str = "threshold"
     # None: the server picks the baseline.
     baseline_run_id: str | None = None
@@ -50,11 +59,14 @@ async def _run(options: RunOptions) -> int:
         run = await client.start_server_run(
             options.dataset_id, options.agent_id, pass_threshold=options.threshold,
             trials=options.trials, concurrency=options.concurrency, gate=options.gate,
-            baseline_run_id=options.baseline_run_id,
+            baseline_run_id=options.baseline_run_id, tags=list(options.tags) or None,
+            dataset_version=options.dataset_version,
         )  # fmt: skip
         print(f"Run {run.run_id}: {run.counts.total} calls to the agent.")
         print_run_page(run.web_url)
         print(gate_line(run.gate, run.pass_threshold, run.baseline_run_id))
+        if chosen := selection_line(run.tags, run.dataset_version):
+            print(chosen)
         if not options.wait:
             return EXIT_PASS
         run = await _follow(client, run, started)
