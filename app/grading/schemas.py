@@ -1,0 +1,319 @@
+"""JSON Schemas for the grading core: compiled once per distinct schema, bounded, pure.
+
+What a schema may be, and why:
+- At most 64 KiB as compact JSON, nested at most 100 levels, an object or a boolean.
+- The dialect is JSON Schema 2020-12 when `$schema` is absent or names it. The other drafts the
+  validator knows (2019-09, 7, 6 and 4) are honoured when `$schema` names them, because the tool
+  schemas agents declare are often written by SDKs that stamp draft 7 (zod-to-json-schema, the
+  MCP TypeScript SDK); any other `$schema` is refused, since its metaschema would be fetched.
+- `format` is an annotation, never asserted: that is 2020-12's default (the format-annotation
+  vocabulary), what the official test suite's required cases expect, and what most validators
+  do, so a tool call an agent's own SDK accepted is not failed here over how `email` or `uri` is
+  read. A schema that needs a shape enforced says so with `pattern`.
+- References stay inside the schema (`#/$defs/...`, anchors, embedded `$id`s); the dialects'
+  own metaschemas, which the validator has built in, resolve too. Anything else (http, file,
+  a relative URI with no base) is refused and named; nothing is ever fetched.
+- Patterns run on Rust's `regex` crate, in time linear in the text; Python's `re` never runs a
+  user's pattern. Each compiles to at most PATTERN_BYTES, and a schema has at most MAX_PATTERNS
+  distinct ones: about 0.4 MB of memory each at the limit, measured. Linear is not free: the
+  search falls back to an NFA when a pattern defeats its DFA (`(a|b)*a(a|b){1900}c`), whose time
+  is the pattern's size times the text's, about 20 s for a megabyte of text at the limit.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import jsonschema_rs
+import msgspec
+
+from agentlasso.grading.excerpts import shorten
+from agentlasso.grading.schema_errors import describe, excerpt, json_pointer, message
+
+MAX_SCHEMA_BYTES = 64 * 1024
+# Nesting of a schema and of a value validated: serde_json, which parses schemas for the
+# validator, stops at 128, and the validator's recursion can overflow the stack (a crash, not
+# an error) on values nested tens of thousands deep.
+MAX_DEPTH = 100
+MAX_PATTERNS = 64
+PATTERN_BYTES = 256 * 1024
+# A run compiles each distinct schema once; the bound on patterns keeps a stream of
+# pattern-heavy schemas from growing a worker's memory (64 x 0.4 MB per schema at worst).
+_CACHE_ENTRIES = 256
+_CACHE_PATTERNS = 512
+_DIALECTS = frozenset(
+    {
+        "https://json-schema.org/draft/2020-12/schema",
+        "https://json-schema.org/draft/2019-09/schema",
+        "http://json-schema.org/draft-07/schema",
+        "http://json-schema.org/draft-06/schema",
+        "http://json-schema.org/draft-04/schema",
+    }
+)
+_REGEX = jsonschema_rs.RegexOptions(size_limit=PATTERN_BYTES, dfa_size_limit=4 * PATTERN_BYTES)
+_CANONICAL = msgspec.json.Encoder(order="sorted")
+_DECODER = msgspec.json.Decoder()
+_CONTAINERS = (dict, list, tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaProblem:
+    """Why a schema cannot be used, and where in it (a JSON pointer, "" for the whole)."""
+
+    pointer: str
+    reason: str
+
+    def detail(self) -> str:
+        """`at /properties/price/minimum: "x" is not of type number`, for a person."""
+        return f"at {self.pointer}: {self.reason}" if self.pointer else self.reason
+
+
+class CompiledSchema:
+    """A schema ready to validate values, any number of times."""
+
+    __slots__ = ("_validator", "patterns")
+
+    def __init__(self, validator: jsonschema_rs.Validator, patterns: int) -> None:
+        self._validator = validator
+        self.patterns = patterns
+
+    def first_error(self, instance: object) -> str | None:
+        """None when the value is valid, else `$.items[2].price: -3 is less than the minimum 0`."""
+        if _deeper_than(instance, MAX_DEPTH):
+            return f"$: the value is nested more than {MAX_DEPTH} levels deep, too deep to validate"
+        try:
+            # validate() stops at the first error; iter_errors() collects every one first
+            # (16 s for a million, measured), so it is not offered for values from agents.
+            self._validator.validate(instance)
+        except jsonschema_rs.ValidationError as error:
+            return describe(error)
+        except (ValueError, TypeError, OverflowError) as exc:
+            return f"$: the value cannot be validated: {shorten(str(exc), 120)}"
+        return None
+
+    def is_valid(self, instance: object) -> bool:
+        """Whether the value is valid; the same answer as `first_error(...) is None`."""
+        return self.first_error(instance) is None
+
+
+def compile_schema(schema: object) -> CompiledSchema | SchemaProblem:
+    """The schema compiled (from the cache when seen before), or why it cannot be used."""
+    if not isinstance(schema, dict | bool):
+        return SchemaProblem("", f"a schema is a JSON object or a boolean, not {excerpt(schema)}")
+    if _deeper_than(schema, MAX_DEPTH):
+        return _too_deep()
+    try:
+        text = _CANONICAL.encode(schema)
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
+        return SchemaProblem("", f"the schema is not JSON: {shorten(str(exc), 120)}")
+    return compiled(text.decode("utf-8"))
+
+
+def compiled(text: str) -> CompiledSchema | SchemaProblem:
+    """A schema's JSON text compiled, once per distinct text; canonical text (sorted keys,
+    compact, as compile_schema makes it) shares one entry for every spelling of a schema."""
+    size = len(text.encode("utf-8")) if len(text) * 4 > MAX_SCHEMA_BYTES else len(text)
+    if size > MAX_SCHEMA_BYTES:
+        return SchemaProblem(
+            "",
+            f"the schema is {size:,} bytes as compact JSON; at most {MAX_SCHEMA_BYTES:,} are "
+            "allowed",
+        )
+    cached = _CACHE.get(text)
+    if cached is None:
+        cached = _compile(text)
+        _CACHE.put(text, cached)
+    return cached
+
+
+def _compile(text: str) -> CompiledSchema | SchemaProblem:
+    """Compile a schema's text: its shape, its dialect and its patterns checked first."""
+    try:
+        schema = _DECODER.decode(text)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        return SchemaProblem("", f"the schema is not JSON: {shorten(str(exc), 120)}")
+    problem = _shape_problem(schema)
+    if problem is not None:
+        return problem
+    patterns = _patterns(schema)
+    if len(patterns) > MAX_PATTERNS:
+        return SchemaProblem(
+            "", f"the schema has {len(patterns):,} patterns; at most {MAX_PATTERNS} are allowed"
+        )
+    try:
+        validator = jsonschema_rs.validator_for(
+            text, retriever=_refuse, pattern_options=_REGEX, validate_formats=False
+        )
+    except jsonschema_rs.ValidationError as error:
+        # The validator checks the schema against its dialect's metaschema first, so a
+        # `{"minimum": "x"}` lands here with the pointer to it.
+        return _problem(schema, error)
+    except (ValueError, jsonschema_rs.ReferencingError) as exc:
+        if "recursion limit" in str(exc):
+            return _too_deep()
+        return SchemaProblem("", f"the schema cannot be compiled: {shorten(str(exc), 200)}")
+    return CompiledSchema(validator, len(patterns))
+
+
+def _shape_problem(schema: object) -> SchemaProblem | None:
+    """A schema that is not an object or boolean, too deep, or of an unknown dialect."""
+    if not isinstance(schema, dict | bool):
+        return SchemaProblem("", f"a schema is a JSON object or a boolean, not {excerpt(schema)}")
+    if _deeper_than(schema, MAX_DEPTH):
+        return _too_deep()
+    dialect = schema.get("$schema") if isinstance(schema, dict) else None
+    if isinstance(dialect, str) and dialect.removesuffix("#") not in _DIALECTS:
+        return SchemaProblem(
+            "/$schema",
+            f"the dialect {excerpt(dialect)} is not one this validator knows; leave $schema out "
+            "for JSON Schema 2020-12",
+        )
+    return None
+
+
+def _too_deep() -> SchemaProblem:
+    return SchemaProblem("", f"the schema is nested more than {MAX_DEPTH} levels deep")
+
+
+def _refuse(uri: str) -> jsonschema_rs.JSONType:
+    """The retriever: every reference outside the schema is refused, none is fetched."""
+    raise ValueError(f"remote references are not allowed ({uri})")
+
+
+def _problem(schema: object, error: jsonschema_rs.ValidationError) -> SchemaProblem:
+    """A compile error in words, at its place in the schema."""
+    kind = error.kind
+    if isinstance(kind, jsonschema_rs.ValidationErrorKind.Referencing):
+        return _reference_problem(schema, str(kind.error))
+    pointer = json_pointer(error.instance_path)
+    if isinstance(kind, jsonschema_rs.ValidationErrorKind.Format) and kind.format == "regex":
+        return SchemaProblem(
+            pointer,
+            f"{excerpt(error.instance)} is not a pattern the linear-time regex engine accepts "
+            "(no lookaround or backreferences, and at most "
+            f"{PATTERN_BYTES // 1024} KiB compiled)",
+        )
+    return SchemaProblem(pointer, message(error))
+
+
+def _reference_problem(schema: object, text: str) -> SchemaProblem:
+    """A `$ref` that leaves the schema or points at nothing, named, at its place."""
+    if text.startswith("Unknown meta-schema"):
+        return SchemaProblem("/$schema", "the dialect is not one this validator knows")
+    target = _quoted(text)
+    if text.startswith("Pointer "):
+        return _at_reference(schema, "#" + target, "points at nothing in the schema")
+    if text.startswith("Anchor "):
+        return _at_reference(schema, "#" + target, "names an anchor the schema does not have")
+    if text.startswith("Resource "):
+        return _at_reference(
+            schema, target, "is outside the schema; only references within it are allowed"
+        )
+    return SchemaProblem("", f"a reference cannot be resolved: {shorten(text, 200)}")
+
+
+def _quoted(text: str) -> str:
+    """The first single-quoted part of the library's message (`Resource 'x' is ...`)."""
+    return text.partition("'")[2].partition("'")[0]
+
+
+def _at_reference(schema: object, target: str, what: str) -> SchemaProblem:
+    """The problem at the `$ref` that names the target (as written or as resolved)."""
+    for pointer, written in _references(schema):
+        document = written.partition("#")[0]
+        if written == target or (document and target.partition("#")[0].endswith(document)):
+            shown = excerpt(written)
+            if written != target and target.partition("#")[0] != document:
+                shown += f" ({excerpt(target)})"
+            return SchemaProblem(pointer, f"the reference {shown} {what}")
+    return SchemaProblem("", f"the reference {excerpt(target)} {what}")
+
+
+def _references(schema: object) -> Iterator[tuple[str, str]]:
+    """Every `$ref` and `$dynamicRef` in the schema, with its pointer, in document order."""
+    stack: list[tuple[object, tuple[str | int, ...]]] = [(schema, ())]
+    while stack:
+        node, path = stack.pop()
+        children: list[tuple[str | int, object]] = []
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("$ref", "$dynamicRef") and isinstance(value, str):
+                    yield json_pointer((*path, key)), value
+                children.append((key, value))
+        elif isinstance(node, list):
+            children = list(enumerate(node))
+        stack.extend((child, (*path, key)) for key, child in reversed(children))
+
+
+def _patterns(schema: object) -> set[str]:
+    """The distinct regular expressions a schema holds (`pattern`, `patternProperties`)."""
+    found: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            pattern = node.get("pattern")
+            if isinstance(pattern, str):
+                found.add(pattern)
+            keyed = node.get("patternProperties")
+            if isinstance(keyed, dict):
+                found.update(keyed)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether containers nest more than `limit` deep, found without recursing."""
+    level: list[object] = [value] if isinstance(value, _CONTAINERS) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        below: list[object] = []
+        for node in level:
+            children: Iterable[object] = node.values() if isinstance(node, dict) else node  # type: ignore[assignment]
+            below.extend(child for child in children if isinstance(child, _CONTAINERS))
+        level = below
+    return False
+
+
+class _Cache:
+    """A least-recently-used map of compiled schemas, bounded in entries and in patterns."""
+
+    def __init__(self, entries: int, patterns: int) -> None:
+        self._items: OrderedDict[str, CompiledSchema | SchemaProblem] = OrderedDict()
+        self._entries, self._patterns, self._held = entries, patterns, 0
+        # Grading may run in threads; OrderedDict's reorder-and-evict is not atomic.
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> CompiledSchema | SchemaProblem | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: CompiledSchema | SchemaProblem) -> None:
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = value
+            self._held += _weight(value)
+            while len(self._items) > self._entries or self._held > self._patterns:
+                _, evicted = self._items.popitem(last=False)
+                self._held -= _weight(evicted)
+                if not self._items:
+                    break
+
+
+def _weight(value: CompiledSchema | SchemaProblem) -> int:
+    return value.patterns if isinstance(value, CompiledSchema) else 0
+
+
+_CACHE = _Cache(_CACHE_ENTRIES, _CACHE_PATTERNS)
