@@ -19,7 +19,7 @@ LOCATION_CHARS = 120
 # Longest object key shown in a location.
 KEY_CHARS = 40
 # Most names (unexpected properties, enum options) listed in one detail.
-NAMES_SHOWN = 5
+NAMES_SHOWN = 8
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -48,9 +48,9 @@ def json_pointer(path: Sequence[str | int]) -> str:
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
 
 
-def location(path: Sequence[str | int]) -> str:
+def location(path: Sequence[str | int], root: object = None) -> str:
     """A JSONPath-like location: `$`, `$.name`, `$["odd key"]`, `$.items[2]`."""
-    parts = [_segment(part) for part in path]
+    parts = [_segment(part) for part in _steps(path, root)]
     text = "$" + "".join(parts)
     if len(text) <= LOCATION_CHARS:
         return text
@@ -67,6 +67,23 @@ def location(path: Sequence[str | int]) -> str:
     return "".join(head) + ELLIPSIS + "".join(tail)
 
 
+def _steps(path: Sequence[str | int], root: object) -> list[str | int]:
+    """The path with each step's kind read from the value: the validator reports the key "2"
+    of an object as the index 2."""
+    steps: list[str | int] = []
+    node = root
+    for part in path:
+        if isinstance(node, dict):
+            key = str(part)
+            steps.append(key)
+            node = node.get(key)
+        else:
+            steps.append(part)
+            inside = isinstance(node, list | tuple) and isinstance(part, int) and part < len(node)
+            node = node[part] if inside else None  # type: ignore[index]
+    return steps
+
+
 def _segment(part: str | int) -> str:
     """One step of a location: `[2]` for an index, `.name` or `["odd key"]` for a key."""
     if isinstance(part, int):
@@ -76,9 +93,9 @@ def _segment(part: str | int) -> str:
     return "[" + excerpt(part, KEY_CHARS) + "]"
 
 
-def describe(error: jsonschema_rs.ValidationError) -> str:
-    """The error as `location: message`, the message short and its values excerpted."""
-    return f"{location(error.instance_path)}: {message(error)}"
+def describe(error: jsonschema_rs.ValidationError, instance: object) -> str:
+    """The error in `instance` as `location: message`, the message short, values excerpted."""
+    return f"{location(error.instance_path, instance)}: {message(error)}"
 
 
 def message(error: jsonschema_rs.ValidationError) -> str:

@@ -89,7 +89,7 @@ class CompiledSchema:
             # (16 s for a million, measured), so it is not offered for values from agents.
             self._validator.validate(instance)
         except jsonschema_rs.ValidationError as error:
-            return describe(error)
+            return describe(error, instance)
         except (ValueError, TypeError, OverflowError) as exc:
             return f"$: the value cannot be validated: {shorten(str(exc), 120)}"
         return None
@@ -188,7 +188,8 @@ def _problem(schema: object, error: jsonschema_rs.ValidationError) -> SchemaProb
     kind = error.kind
     if isinstance(kind, jsonschema_rs.ValidationErrorKind.Referencing):
         return _reference_problem(schema, str(kind.error))
-    pointer = json_pointer(error.instance_path)
+    error = _deepest_alternative(error)
+    pointer, kind = json_pointer(error.instance_path), error.kind
     if isinstance(kind, jsonschema_rs.ValidationErrorKind.Format) and kind.format == "regex":
         return SchemaProblem(
             pointer,
@@ -197,6 +198,16 @@ def _problem(schema: object, error: jsonschema_rs.ValidationError) -> SchemaProb
             f"{PATTERN_BYTES // 1024} KiB compiled)",
         )
     return SchemaProblem(pointer, message(error))
+
+
+def _deepest_alternative(error: jsonschema_rs.ValidationError) -> jsonschema_rs.ValidationError:
+    """For a metaschema's anyOf (`type` is a name or a list of names), the error of the form
+    that got furthest: `"strin" is not one of "array", ...` where anyOf's own says nothing."""
+    kind = error.kind
+    if not isinstance(kind, jsonschema_rs.ValidationErrorKind.AnyOf):
+        return error
+    firsts = [errors[0] for errors in kind.context if errors]
+    return max(firsts, key=lambda inner: len(inner.instance_path), default=error)
 
 
 def _reference_problem(schema: object, text: str) -> SchemaProblem:
