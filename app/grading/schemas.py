@@ -57,6 +57,7 @@ _REGEX = jsonschema_rs.RegexOptions(size_limit=PATTERN_BYTES, dfa_size_limit=4 *
 _CANONICAL = msgspec.json.Encoder(order="sorted")
 _DECODER = msgspec.json.Decoder()
 _CONTAINERS = (dict, list, tuple)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +86,8 @@ class CompiledSchema:
         if _deeper_than(instance, MAX_DEPTH):
             return f"$: the value is nested more than {MAX_DEPTH} levels deep, too deep to validate"
         try:
-            # validate() stops at the first error; iter_errors() collects every one first
-            # (16 s for a million, measured), so it is not offered for values from agents.
+            # validate() stops at the first error; iter_errors() collects every one before
+            # yielding any (16 s for a million, measured), so no list of errors is offered.
             self._validator.validate(instance)
         except jsonschema_rs.ValidationError as error:
             return describe(error, instance)
@@ -289,7 +290,9 @@ def _deeper_than(value: object, limit: int) -> bool:
         below: list[object] = []
         for node in level:
             children: Iterable[object] = node.values() if isinstance(node, dict) else node  # type: ignore[assignment]
-            below.extend(child for child in children if isinstance(child, _CONTAINERS))
+            # The scalar test first: a value's leaves are most of it, and a set lookup of the
+            # exact type is three times cheaper than isinstance against three classes.
+            below += [c for c in children if type(c) not in _SCALARS and isinstance(c, _CONTAINERS)]
         level = below
     return False
 
