@@ -68,8 +68,8 @@ def location(path: Sequence[str | int], root: object = None) -> str:
 
 
 def _steps(path: Sequence[str | int], root: object) -> list[str | int]:
-    """The path with each step's kind read from the value: the validator reports the key "2"
-    of an object as the index 2."""
+    """The path with each step's kind read from the value it walks."""
+    # The validator reports an object's key "2" as the index 2.
     steps: list[str | int] = []
     node = root
     for part in path:

@@ -114,8 +114,9 @@ def compile_schema(schema: object) -> CompiledSchema | SchemaProblem:
 
 
 def compiled(text: str) -> CompiledSchema | SchemaProblem:
-    """A schema's JSON text compiled, once per distinct text; canonical text (sorted keys,
-    compact, as compile_schema makes it) shares one entry for every spelling of a schema."""
+    """A schema's JSON text compiled, once per distinct text (canonical: sorted and compact)."""
+    # compile_schema passes canonical text, so every key order of a schema shares one entry and
+    # one validator, whose first error is then the same whichever order the schema came in.
     size = len(text.encode("utf-8")) if len(text) * 4 > MAX_SCHEMA_BYTES else len(text)
     if size > MAX_SCHEMA_BYTES:
         return SchemaProblem(
@@ -176,6 +177,7 @@ def _shape_problem(schema: object) -> SchemaProblem | None:
 
 
 def _too_deep() -> SchemaProblem:
+    """The problem of a schema nested too deep."""
     return SchemaProblem("", f"the schema is nested more than {MAX_DEPTH} levels deep")
 
 
@@ -202,8 +204,9 @@ def _problem(schema: object, error: jsonschema_rs.ValidationError) -> SchemaProb
 
 
 def _deepest_alternative(error: jsonschema_rs.ValidationError) -> jsonschema_rs.ValidationError:
-    """For a metaschema's anyOf (`type` is a name or a list of names), the error of the form
-    that got furthest: `"strin" is not one of "array", ...` where anyOf's own says nothing."""
+    """For a metaschema's anyOf, the error of the alternative that got furthest."""
+    # `type` is a name or a list of names: `"strin" is not one of "array", ...` says what
+    # anyOf's own "is not valid under any of the schemas" does not.
     kind = error.kind
     if not isinstance(kind, jsonschema_rs.ValidationErrorKind.AnyOf):
         return error
@@ -307,6 +310,7 @@ class _Cache:
         self._lock = threading.Lock()
 
     def get(self, key: str) -> CompiledSchema | SchemaProblem | None:
+        """The entry, now the most recently used, or None."""
         with self._lock:
             value = self._items.get(key)
             if value is not None:
@@ -314,6 +318,7 @@ class _Cache:
             return value
 
     def put(self, key: str, value: CompiledSchema | SchemaProblem) -> None:
+        """Hold an entry, evicting the least recently used past either bound."""
         with self._lock:
             if key in self._items:
                 return
@@ -327,6 +332,7 @@ class _Cache:
 
 
 def _weight(value: CompiledSchema | SchemaProblem) -> int:
+    """What an entry counts against the cache's bound on patterns."""
     return value.patterns if isinstance(value, CompiledSchema) else 0
 
 

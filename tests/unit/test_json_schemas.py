@@ -194,6 +194,11 @@ def test_nothing_is_fetched(requests_seen: tuple[str, list[str]]) -> None:
         pytest.param({"pattern": "(a)\\1"}, "at /pattern", id="backreference"),
         pytest.param({"pattern": "["}, "at /pattern", id="unbalanced"),
         pytest.param(
+            {"$schema": "http://json-schema.org/draft-07/schema#", "pattern": "(?=a)"},
+            "at /pattern",
+            id="lookahead-in-draft-7",
+        ),
+        pytest.param(
             {"properties": {"name": {"pattern": "\\p{L}{100}"}}},
             "at /properties/name/pattern",
             id="compiles-too-big",
