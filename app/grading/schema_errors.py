@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence, Sized
+from itertools import accumulate
 from typing import Any
 
 import jsonschema_rs
@@ -54,17 +55,12 @@ def location(path: Sequence[str | int], root: object = None) -> str:
     text = "$" + "".join(parts)
     if len(text) <= LOCATION_CHARS:
         return text
-    head, tail = ["$"], list[str]()
-    budget = LOCATION_CHARS // 3
-    for part in parts:
-        if len("".join(head)) + len(part) > budget:
-            break
-        head.append(part)
-    for part in reversed(parts[len(head) - 1 :]):
-        if len("".join(tail)) + len(part) > LOCATION_CHARS - budget:
-            break
-        tail.insert(0, part)
-    return "".join(head) + ELLIPSIS + "".join(tail)
+    # Keep the start (where in the reply) and the end (which field), as many steps as fit.
+    head_chars = LOCATION_CHARS // 3
+    head = sum(1 for total in accumulate(map(len, parts)) if total <= head_chars)
+    tail_chars = LOCATION_CHARS - head_chars - len(ELLIPSIS)
+    tail = sum(1 for total in accumulate(map(len, reversed(parts[head:]))) if total <= tail_chars)
+    return "$" + "".join(parts[:head]) + ELLIPSIS + "".join(parts[len(parts) - tail :])
 
 
 def _steps(path: Sequence[str | int], root: object) -> list[str | int]:
@@ -104,10 +100,7 @@ def message(error: jsonschema_rs.ValidationError) -> str:
     wording = _WORDINGS.get(kind.name)
     if wording is None:
         return _library_message(error)
-    try:
-        fields = kind.as_dict()
-    except (TypeError, ValueError):
-        return _library_message(error)
+    fields = kind.as_dict()
     return shorten(wording(excerpt(error.instance), fields, error.instance), MESSAGE_CHARS)
 
 

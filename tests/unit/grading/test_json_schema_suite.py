@@ -10,7 +10,7 @@ import pytest
 
 from agentlasso.grading.schemas import CompiledSchema, SchemaProblem, compile_schema
 
-SUITE = Path(__file__).parents[1] / "support" / "vendor" / "json_schema_test_suite"
+SUITE = Path(__file__).parents[2] / "support" / "vendor" / "json_schema_test_suite"
 
 _REMOTE = "it references a document served on localhost:1234; remote references are refused"
 _DIALECT = "its $schema is a custom metaschema on localhost:1234, which would be fetched"

@@ -54,6 +54,17 @@ OUTSIDE = "is outside the schema; only references within it are allowed"
         pytest.param([{}], "a schema is a JSON object or a boolean, not [{}]", id="array"),
         pytest.param(3, "a schema is a JSON object or a boolean, not 3", id="number"),
         pytest.param(None, "a schema is a JSON object or a boolean, not null", id="null"),
+        pytest.param(1j, "a schema is a JSON object or a boolean, not 1j", id="not-json"),
+        pytest.param(
+            {"const": 1j},
+            "the schema is not JSON: Encoding objects of type complex is unsupported",
+            id="holds-what-is-not-json",
+        ),
+        pytest.param(
+            {"$ref": "http://[invalid"},
+            'at /$ref: the reference "http://[invalid" is not a valid URI reference',
+            id="invalid-reference",
+        ),
         pytest.param(
             {"type": 12},
             'at /type: 12 is not one of "array", "boolean", "integer", "null", "number", '
@@ -137,6 +148,19 @@ def test_a_bad_schema_is_refused_saying_where(schema: object, detail: str) -> No
             {"$dynamicRef": "https://example.com/x#meta"},
             'at /$dynamicRef: the reference "https://example.com/x#meta" ' + OUTSIDE,
             id="dynamic-ref",
+        ),
+        pytest.param(
+            {
+                "$defs": {"a": {}},
+                "properties": {"x": {"$ref": "#/$defs/a"}, "y": {"$ref": "https://e.com/y"}},
+            },
+            'at /properties/y/$ref: the reference "https://e.com/y" ' + OUTSIDE,
+            id="after-a-local-one",
+        ),
+        pytest.param(
+            {"$id": "http://example.com/a/b", "$ref": "../../c"},
+            'the reference "http://example.com/c" ' + OUTSIDE,
+            id="known-by-where-it-resolves",
         ),
         pytest.param(
             {"$ref": "http://json-schema.org/draft-07/schema#"},
@@ -235,6 +259,33 @@ def test_the_size_limit_is_on_the_compact_json_in_bytes() -> None:
     refused = compiled(text)
     assert isinstance(refused, SchemaProblem)
     assert refused.detail().startswith("the schema is 65,537 bytes")
+
+
+@pytest.mark.parametrize(
+    ("text", "detail"),
+    [
+        pytest.param(
+            "nope",
+            "the schema is not JSON: JSON is malformed: invalid character (byte 4)",
+            id="not-json",
+        ),
+        pytest.param('"x"', 'a schema is a JSON object or a boolean, not "x"', id="a-string"),
+        pytest.param(
+            '{"not":' * 101 + "{}" + "}" * 101,
+            "the schema is nested more than 100 levels deep",
+            id="too-deep",
+        ),
+        pytest.param(
+            "[" * 30_000 + "]" * 30_000,
+            "the schema is nested more than 100 levels deep",
+            id="too-deep-to-parse",
+        ),
+    ],
+)
+def test_schema_text_is_refused_in_words(text: str, detail: str) -> None:
+    refused = compiled(text)
+    assert isinstance(refused, SchemaProblem)
+    assert refused.detail() == detail
 
 
 def test_the_depth_and_pattern_limits() -> None:
@@ -452,6 +503,25 @@ def test_the_cache_compiles_each_schema_once_and_stays_bounded() -> None:
     for i in range(300):
         compile_schema({"const": i})
     assert compile_schema({"const": "cache-probe"}) is not first
+
+
+def test_the_cache_is_bounded_in_patterns_too() -> None:
+    def patterned(tag: int) -> object:
+        return {"properties": {f"p{i}": {"pattern": f"^{tag}-{i}$"} for i in range(MAX_PATTERNS)}}
+
+    first = compile_schema(patterned(0))
+    for tag in range(1, 9):
+        compile_schema(patterned(tag))
+    assert compile_schema(patterned(8)) is compile_schema(patterned(8))
+    assert compile_schema(patterned(0)) is not first
+
+
+def test_a_long_value_is_excerpted_in_the_librarys_words_too() -> None:
+    schema = compiled_ok({"anyOf": [{"type": "integer"}, {"type": "null"}]})
+    assert schema.first_error("z" * 1000) == (
+        '$: "' + "z" * 80 + '..." is not valid under any of the schemas listed in the '
+        "'anyOf' keyword"
+    )
 
 
 json_values = st.recursive(
