@@ -10,9 +10,9 @@ What a schema may be, and why:
   vocabulary), what the official test suite's required cases expect, and what most validators
   do, so a tool call an agent's own SDK accepted is not failed here over how `email` or `uri` is
   read. A schema that needs a shape enforced says so with `pattern`.
-- References stay inside the schema (`#/$defs/...`, anchors, embedded `$id`s); the dialects'
-  own metaschemas, which the validator has built in, resolve too. Anything else (http, file,
-  a relative URI with no base) is refused and named; nothing is ever fetched.
+- References stay inside the schema (`#/$defs/...`, anchors, embedded `$id`s); the metaschema
+  of the schema's own dialect, which the validator has built in, resolves too. Anything else
+  (http, file, urn, a relative URI with no base) is refused and named; nothing is fetched.
 - Patterns run on Rust's `regex` crate, in time linear in the text; Python's `re` never runs a
   user's pattern. Each compiles to at most PATTERN_BYTES, and a schema has at most MAX_PATTERNS
   distinct ones: about 0.4 MB of memory each at the limit, measured. Linear is not free: the
