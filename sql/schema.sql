@@ -238,6 +238,7 @@ CREATE TABLE eval_runs (
     tags text[],
     dataset_version_id uuid,
     dataset_version text,
+    declared_tools jsonb,
     CONSTRAINT eval_runs_agent_project_fkey FOREIGN KEY (agent_id, project_id) REFERENCES agents(id, project_id) ON DELETE SET NULL (agent_id),
     CONSTRAINT eval_runs_baseline_project_fkey FOREIGN KEY (baseline_run_id, project_id) REFERENCES eval_runs(id, project_id) ON DELETE SET NULL (baseline_run_id),
     CONSTRAINT eval_runs_counts_check CHECK (((passed <= graded) AND ((graded + no_checks) <= done) AND (done <= total) AND (errored <= done))),

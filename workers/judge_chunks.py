@@ -13,7 +13,7 @@ from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import runs as run_rows
 from agentlasso.db.run_counts import JudgeSpend
 from agentlasso.domain.case_results import AwaitingJudge, JudgedResult
-from agentlasso.domain.grades import JudgeVerdict, Observation
+from agentlasso.domain.grades import DeclaredTools, JudgeVerdict, Observation
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.runs import Run
 from agentlasso.grading import verdicts_needed
@@ -63,11 +63,14 @@ async def _judge_results(
         project_id=run.project_id, client=client, use_cache=run.judge_use_cache, stopped=stopped,
         server_key=await state.judge_clients.uses_server_key(run.project_id),
     )  # fmt: skip
+    tools = await run_rows.declared_tools(state.pool, run.id)
     # The first case alone: if the judge's key is refused, the rest are not sent at all.
     budget_s = state.settings.grading_budget_s
-    judged = [await _judge_one(judge, case, context, judging, budget_s) for case in waiting[:1]]
+    judged = [
+        await _judge_one(judge, case, context, judging, budget_s, tools) for case in waiting[:1]
+    ]
     judged += await asyncio.gather(
-        *(_judge_one(judge, case, context, judging, budget_s) for case in waiting[1:])
+        *(_judge_one(judge, case, context, judging, budget_s, tools) for case in waiting[1:])
     )
     if judging.stopped is not None:
         state.judge_stopped[run.id] = judging.stopped
@@ -80,6 +83,7 @@ async def _judge_one(
     context: dict[str, Any] | None,
     judging: RunJudging,
     budget_s: float,
+    tools: DeclaredTools | None,
 ) -> JudgedResult:
     answer = recording.stored_answer(case)
     # A conversation's requests carry the transcript and reply they judge.
@@ -97,7 +101,7 @@ async def _judge_one(
         verdicts[request.check_id] = verdict
         records.append(record)
     result = await grade_off_loop(
-        lambda out_of_time: recording.regrade(case, verdicts, out_of_time), budget_s
+        lambda out_of_time: recording.regrade(case, verdicts, out_of_time, tools), budget_s
     )
     return JudgedResult(seq=case.seq, result=result, records=tuple(records))
 

@@ -32,7 +32,7 @@ from agentlasso.grading import Gate
 from agentlasso.observability import metrics
 from agentlasso.observability.logs import bind_log_context, log_context
 from agentlasso.queue import enqueue_quietly
-from agentlasso.services.recording import CaseTrial, ChunkRecording, Reply, record_chunk
+from agentlasso.services.recording import CaseTrial, ChunkRecording, Reply, RunGrading, record_chunk
 from agentlasso.services.run_settling import settle_run
 from agentlasso_workers.conversations import most_calls, play_case
 from agentlasso_workers.judge_chunks import judge_chunk
@@ -65,8 +65,9 @@ class RunPlan(msgspec.Struct, frozen=True, kw_only=True):
     agent_limit: int | None
     target: AgentTarget
     context: dict[str, Any]
-    # Whether its AI judge checks wait for a judge (the server's key, or the project's own).
-    judge_configured: bool
+    # Whether its AI judge checks wait for a judge (the server's key, or the project's own),
+    # and the agent's declared tools: how its replies are graded.
+    grading: RunGrading
     # Plays a conversation's simulated user (None: such conversations end not graded).
     next_user: NextUser | None = None
 
@@ -161,9 +162,8 @@ async def _record(state: WorkerState, plan: RunPlan, held: Held, calls: list[Rep
     queue = (state.redis, state.settings.queue_name)
     try:
         await record_chunk(
-            state.pool, queue, run_id, chunk, calls, plan.judge_configured,
-            state.settings.grading_budget_s,
-        )  # fmt: skip
+            state.pool, queue, plan.grading, chunk, calls, state.settings.grading_budget_s
+        )
         metrics.CHUNKS_DONE.labels("agent").inc()
     finally:
         state.held.discard((run_id, held.chunk_no))
@@ -268,6 +268,7 @@ async def _plan(state: WorkerState, run_id: UUID) -> RunPlan | None:
         return None
     dataset = await dataset_rows.get_dataset(state.pool, run.project_id, run.dataset_id)
     judge_client = await state.judge_clients.for_project(run.project_id)
+    tools = await run_rows.declared_tools(state.pool, run_id)
     assert run.chunk_size is not None, "a server-mode run is chunked when it is created"
     return RunPlan(
         run_id=run_id,
@@ -279,12 +280,12 @@ async def _plan(state: WorkerState, run_id: UUID) -> RunPlan | None:
         agent_limit=agent.max_concurrency,
         target=target_for(state.secret_key, agent),
         context=(dataset.data_context if dataset else None) or {},
-        judge_configured=judge_client is not None,
-        next_user=(
-            None
-            if state.simulated_users is None
-            else await state.simulated_users.for_project(run.project_id)
+        grading=RunGrading(
+            run_id=run_id, judge_configured=judge_client is not None, declared_tools=tools
         ),
+        next_user=None
+        if state.simulated_users is None
+        else await state.simulated_users.for_project(run.project_id),
     )
 
 

@@ -39,7 +39,11 @@ class AgentCallResult(msgspec.Struct, frozen=True):
 
     def reported(self) -> Reported:
         """What the agent answered, as a result keeps it (UNSET: not in the answer)."""
-        return Reported(actual_output=self.actual_output, actual_tool_calls=self.actual_tool_calls)
+        return Reported(
+            actual_output=self.actual_output,
+            actual_tool_calls=self.actual_tool_calls,
+            latency_ms=self.latency_ms,
+        )
 
     def turn_answer(self) -> TurnAnswer:
         """This call as one turn's answer in a conversation."""

@@ -218,6 +218,7 @@ def _new_run(data: RunCreate) -> start_run.NewRun:
         # An empty list asks for no tag in particular: every case, as without it.
         tags=tuple(dict.fromkeys(data.tags)) if data.tags else None,
         dataset_version=data.dataset_version,
+        tools=data.tools,
     )
 
 

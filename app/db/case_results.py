@@ -58,7 +58,7 @@ RETURNING seq, test_case_id, trial, {_FLAG_COLUMNS}
 _LOCK_PENDING = """
 SELECT c.seq, c.graded, c.pass_fail, c.no_checks, c.errored, c.judge_pending,
        c.output_reported, c.actual_output, c.tool_calls_reported, c.actual_tool_calls,
-       c.agent_error, c.turns, c.ended_by,
+       c.agent_error, c.agent_latency_ms, c.turns, c.ended_by,
        r.input, r.conversation, r.checks_version, r.checks, r.evaluation_criteria_json,
        r.expected_output, r.evaluation_type, r.min_confidence, r.description, r.tags
 FROM case_results c JOIN test_case_revisions r ON r.id = c.revision_id
@@ -140,6 +140,7 @@ def _reported(row: asyncpg.Record) -> Reported:
     return Reported(
         actual_output=row["actual_output"] if row["output_reported"] else msgspec.UNSET,
         actual_tool_calls=row["actual_tool_calls"] if row["tool_calls_reported"] else msgspec.UNSET,
+        latency_ms=row["agent_latency_ms"],
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 import asyncpg
@@ -46,6 +47,7 @@ class RunInsert(msgspec.Struct, frozen=True, kw_only=True):
     tags: list[str] | None = None
     dataset_version_id: UUID | None = None
     dataset_version: str | None = None
+    declared_tools: dict[str, Any] | None = None
 
 
 _INSERT = f"""
@@ -275,6 +277,15 @@ async def set_chunk_size(connection: Connection, run_id: UUID, chunk_size: int) 
 async def run_by_id(executor: Executor, run_id: UUID) -> Run | None:
     """A run by id alone: for workers, which act for every project."""
     return _run_or_none(await executor.fetchrow(_BY_ID, run_id))
+
+
+async def declared_tools(executor: Executor, run_id: UUID) -> dict[str, Any] | None:
+    """The input schemas of the tools the run's agent declared when it started, by name."""
+    tools: dict[str, Any] | None = await executor.fetchval(_DECLARED_TOOLS, run_id)
+    return tools
+
+
+_DECLARED_TOOLS = "SELECT declared_tools FROM eval_runs WHERE id = $1"
 
 
 async def lock_run_by_id(connection: Connection, run_id: UUID) -> Run | None:

@@ -25,6 +25,8 @@ class DemoCase(msgspec.Struct, frozen=True):
     output: str
     tools: list[str]
     description: str = ""
+    # The arguments the bot calls a tool with (by tool name); {} for the others.
+    arguments: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
 
 
 def _called(*tools: str) -> list[dict[str, Any]]:
@@ -48,13 +50,44 @@ def _order(*tools: str) -> dict[str, Any]:
 
 
 _JSON = {"type": "output_valid_json"}
+_INVOICE = {
+    "type": "output_matches_schema",
+    "schema": {
+        "type": "object",
+        "required": ["order", "total", "currency"],
+        "properties": {
+            "order": {"type": "integer"},
+            "total": {"type": "string", "pattern": "^[0-9]+[.][0-9]{2}$"},
+            "currency": {"enum": ["EUR", "USD"]},
+        },
+    },
+}
+# The bot's tools as it declares them: tool_args_valid checks its calls against them.
+DEMO_TOOLS = [
+    {
+        "name": "stripe.refund",
+        "description": "Refund an order, in whole or in part.",
+        "input_schema": {
+            "type": "object",
+            "required": ["order_id", "amount"],
+            "properties": {
+                "order_id": {"type": "string", "pattern": "^[0-9]+$"},
+                "amount": {"type": "number", "exclusiveMinimum": 0},
+            },
+        },
+    },
+]
 
 DEMO_CASES = [
     DemoCase("I want a refund for order 1042, it arrived broken.",
-             [*_called("stripe.refund"), _order("orders.lookup", "stripe.refund"),
+             [{"type": "tool_called", "tool": "stripe.refund", "arguments": {"order_id": "1042"}},
+              _order("orders.lookup", "stripe.refund"),
+              {"type": "tool_args_valid", "tool": "stripe.refund"},
+              {"type": "max_tool_calls", "count": 3},
               _contains("3-5 business days"), _forbids(_CARD, regex=True)],
              "Sorry about that! I refunded order 1042; the money is back in 3-5 business days.",
-             ["orders.lookup", "stripe.refund"], "refund of a broken item"),
+             ["orders.lookup", "stripe.refund"], "refund of a broken item",
+             {"stripe.refund": {"order_id": "1042", "amount": 49.9}}),
     DemoCase("Cancel my order 2231 please.",
              [*_called("orders.cancel"), _not_called("stripe.refund"), _contains("cancelled")],
              "Order 2231 is cancelled; you were not charged.", ["orders.lookup", "orders.cancel"],
@@ -68,7 +101,7 @@ DEMO_CASES = [
              [_not_called("stripe.refund"), _contains("30 days")],
              "You can return any item within 30 days of delivery.", [], "policy question"),
     DemoCase("Send me the invoice for order 1042 as JSON.",
-             [*_called("billing.get_invoice"), _JSON],
+             [*_called("billing.get_invoice"), _JSON, _INVOICE],
              '{"order": 1042, "total": "49.90", "currency": "EUR"}', ["billing.get_invoice"],
              "structured answer"),
     DemoCase("I forgot my password.",
@@ -85,7 +118,8 @@ DEMO_CASES = [
              "You were charged twice; I refunded the duplicate charge.",
              ["orders.lookup", "billing.list_charges", "stripe.refund"], "double charge"),
     DemoCase("Do you ship to Canada?",
-             [_not_called("orders.lookup"), _contains("Canada")],
+             [_not_called("orders.lookup"), _contains("Canada"),
+              {"type": "latency_below", "ms": 5000}],
              "Yes, we ship to Canada in 5-8 business days.", [], "shipping question"),
     DemoCase("I want to talk to a human.",
              [*_called("support.handoff"), _contains(r"\b(?:agent|colleague)\b", regex=True)],
@@ -114,6 +148,9 @@ DEMO_CASES = [
     DemoCase("List my last orders as JSON.",
              [*_called("orders.list"), _JSON],
              '[{"order": 1042}, {"order": 2231}]', ["orders.list"], "structured list"),
+    DemoCase("Just the number of my last order, please.",
+             [*_called("orders.list"), {"type": "output_equals", "value": "1042"}],
+             " 1042", ["orders.list"], "an exact answer"),
     DemoCase("Your kettle burnt my hand, I am going to sue.",
              [*_called("support.handoff"), _forbids(r"\bour fault\b", regex=True)],
              "I am very sorry. I am passing this to a colleague who will call you today.",
@@ -138,7 +175,7 @@ def demo_reply(user_input: object) -> dict[str, Any]:
     case = _REPLIES.get(user_input) if isinstance(user_input, str) else None
     if case is None:
         return {"output": "I can help with orders, refunds and shipping.", "tool_calls": []}
-    calls = [{"name": tool, "arguments": {}} for tool in case.tools]
+    calls = [{"name": tool, "arguments": case.arguments.get(tool, {})} for tool in case.tools]
     return {"output": case.output, "tool_calls": calls}
 
 
@@ -178,6 +215,7 @@ def _seed(client: httpx.Client, agent_url: str) -> DemoIds:
         headers={"content-type": "application/x-ndjson"},
     ).raise_for_status()
     agent = client.post(
-        "/api/v1/agents", json={"name": "Demo support bot", "url": agent_url, "timeout_s": 10}
+        "/api/v1/agents",
+        json={"name": "Demo support bot", "url": agent_url, "timeout_s": 10, "tools": DEMO_TOOLS},
     ).json()
     return DemoIds(dataset_id=dataset["id"], agent_id=agent["id"])

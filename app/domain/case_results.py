@@ -26,6 +26,8 @@ class Reported(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     actual_output: Any = msgspec.UNSET
     actual_tool_calls: Any = msgspec.UNSET
+    # How long the agent took: measured by the platform's call, or posted by a CI client.
+    latency_ms: int | None = None
 
 
 class Played(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -137,7 +139,7 @@ class NewResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             actual_output=reported.actual_output if output_reported else None,
             tool_calls_reported=calls_reported,
             actual_tool_calls=reported.actual_tool_calls if calls_reported else None,
-            agent_latency_ms=None if agent_call is None else agent_call.latency_ms,
+            agent_latency_ms=reported.latency_ms if agent_call is None else agent_call.latency_ms,
             agent_attempts=None if agent_call is None else agent_call.attempts,
             agent_error=agent_error, judge_pending=judge_pending, judge_records=None,
             turns=None if played is None else played.conversation.turns,

@@ -16,23 +16,38 @@ from typing import Annotated, Any, ClassVar, Literal, NamedTuple, get_args
 
 import msgspec
 
+from agentlasso.domain.tool_arguments import (
+    ArgumentsMatch,
+    ExpectedArguments,
+    ToolName,
+    ToolStep,
+)
+
 Severity = Literal["critical", "minor"]
 CheckType = Literal[
     "tool_called",
     "tool_not_called",
     "tool_order",
+    "max_tool_calls",
+    "tool_args_valid",
     "output_contains",
     "output_not_contains",
+    "output_equals",
     "output_valid_json",
+    "output_matches_schema",
+    "latency_below",
     "llm_judge",
 ]
 
 CheckId = Annotated[
     str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 ]
-ToolName = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 TextValue = Annotated[str, msgspec.Meta(min_length=1, max_length=10_000)]
 Criterion = Annotated[str, msgspec.Meta(min_length=1, max_length=10_000)]
+# The reply an output_equals check expects: empty is a value (an agent that must say nothing).
+ExpectedText = Annotated[str, msgspec.Meta(max_length=10_000)]
+# A JSON Schema as written; its size (64 KiB) and soundness are checked at write time.
+JsonSchema = dict[str, Any]
 
 
 class About(NamedTuple):
@@ -71,14 +86,22 @@ class _Check(
 class ToolCalled(_Check, tag="tool_called", frozen=True):
     about = About(
         name="Tool must be called",
-        summary="Passes when a call with exactly this tool name appears.",
+        summary="Passes when a call with exactly this tool name appears (with these arguments, "
+        "when the check lists them).",
+        # Generated cases name tools only: arguments are for a person who knows them.
         asks="tool",
-        example={"tool": "orders.lookup"},
+        example={"tool": "stripe.refund", "arguments": {"amount": 42}},
     )
     tool: ToolName
+    # Left out, the name alone decides, as the product documents (arguments are opt-in); a
+    # field left out is left out of the check as it is read back, too.
+    arguments: ExpectedArguments | msgspec.UnsetType = msgspec.UNSET
+    arguments_match: ArgumentsMatch | msgspec.UnsetType = msgspec.UNSET
 
     def detail(self) -> str:
-        return self.tool
+        if self.arguments is msgspec.UNSET:
+            return self.tool
+        return f"{self.tool} {_compact(self.arguments)}"
 
 
 class ToolNotCalled(_Check, tag="tool_not_called", frozen=True):
@@ -101,10 +124,51 @@ class ToolOrder(_Check, tag="tool_order", frozen=True):
         asks="tools (in order)",
         example={"tools": ["orders.lookup", "stripe.refund"]},
     )
-    tools: Annotated[tuple[ToolName, ...], msgspec.Meta(min_length=1, max_length=100)]
+    # A name, or a name with the arguments that call must have.
+    tools: Annotated[tuple[ToolName | ToolStep, ...], msgspec.Meta(min_length=1, max_length=100)]
+    # How the entries that list arguments compare them (left out: subset).
+    arguments_match: ArgumentsMatch | msgspec.UnsetType = msgspec.UNSET
 
     def detail(self) -> str:
-        return " → ".join(self.tools)
+        return " → ".join(
+            step if isinstance(step, str) else f"{step.tool} {_compact(step.arguments)}"
+            for step in self.tools
+        )
+
+    def step_names(self) -> tuple[str, ...]:
+        """The tools in order, by name."""
+        return tuple(step if isinstance(step, str) else step.tool for step in self.tools)
+
+
+class MaxToolCalls(_Check, tag="max_tool_calls", frozen=True):
+    about = About(
+        name="At most N tool calls",
+        summary="Passes when the agent made at most this many tool calls (of this tool, when "
+        "one is named).",
+        asks="count, and tool only to count one tool's calls",
+        example={"count": 3},
+    )
+    count: Annotated[int, msgspec.Meta(ge=0, le=10_000)]
+    # Left out: every tool's calls count.
+    tool: ToolName | msgspec.UnsetType = msgspec.UNSET
+
+    def detail(self) -> str:
+        return f"{self.count}" if self.tool is msgspec.UNSET else f"{self.count} × {self.tool}"
+
+
+class ToolArgsValid(_Check, tag="tool_args_valid", frozen=True):
+    about = About(
+        name="Tool arguments are valid",
+        summary="Passes when every call (of this tool, when one is named) has arguments that "
+        "validate against that tool's input_schema among the agent's declared tools.",
+        asks="tool only to check one tool's calls",
+        example={"tool": "stripe.refund"},
+    )
+    # Left out: every call is checked.
+    tool: ToolName | msgspec.UnsetType = msgspec.UNSET
+
+    def detail(self) -> str:
+        return "every tool" if self.tool is msgspec.UNSET else self.tool
 
 
 class OutputContains(_Check, tag="output_contains", frozen=True):
@@ -136,6 +200,22 @@ class OutputNotContains(_Check, tag="output_not_contains", frozen=True):
         return f"“{self.value}”"
 
 
+class OutputEquals(_Check, tag="output_equals", frozen=True):
+    about = About(
+        name="Output equals",
+        summary="Passes when the reply equals the value (by default ignoring case and the "
+        "whitespace around it).",
+        asks="value, ignore_case (default true) and trim (default true)",
+        example={"value": "42"},
+    )
+    value: ExpectedText
+    ignore_case: bool = True
+    trim: bool = True
+
+    def detail(self) -> str:
+        return f"“{self.value}”"
+
+
 class OutputValidJson(_Check, tag="output_valid_json", frozen=True):
     about = About(
         name="Output is valid JSON",
@@ -146,6 +226,43 @@ class OutputValidJson(_Check, tag="output_valid_json", frozen=True):
 
     def detail(self) -> str:
         return ""
+
+
+class OutputMatchesSchema(_Check, tag="output_matches_schema", frozen=True):
+    about = About(
+        name="Output matches a JSON Schema",
+        summary="Passes when the reply parses as JSON and validates against the JSON Schema "
+        "(draft 2020-12).",
+        asks="schema (a JSON Schema object)",
+        example={
+            "schema": {
+                "type": "object",
+                "required": ["order_id", "refund"],
+                "properties": {"order_id": {"type": "string"}, "refund": {"type": "boolean"}},
+            }
+        },
+    )
+    schema: JsonSchema
+
+    def detail(self) -> str:
+        title = self.schema.get("title")
+        return title if isinstance(title, str) and title else "JSON Schema"
+
+
+class LatencyBelow(_Check, tag="latency_below", frozen=True):
+    about = About(
+        name="Answered within",
+        summary="Passes when the agent answered within this many milliseconds (in a "
+        "conversation each turn did, or all turns together with total).",
+        asks="ms, and total only for a conversation's whole time",
+        example={"ms": 2000},
+    )
+    ms: Annotated[int, msgspec.Meta(ge=1, le=3_600_000)]
+    # A conversation's own check: all its turns together rather than each one.
+    total: bool = False
+
+    def detail(self) -> str:
+        return f"{self.ms:,} ms" + (" in total" if self.total else "")
 
 
 class LlmJudge(_Check, tag="llm_judge", frozen=True):
@@ -165,9 +282,14 @@ Check = (
     ToolCalled
     | ToolNotCalled
     | ToolOrder
+    | MaxToolCalls
+    | ToolArgsValid
     | OutputContains
     | OutputNotContains
+    | OutputEquals
     | OutputValidJson
+    | OutputMatchesSchema
+    | LatencyBelow
     | LlmJudge
 )
 
@@ -207,6 +329,11 @@ PRODUCT_NAMES: dict[CheckType, str] = {name: about.name for name, about in ABOUT
 WRITTEN_FIELDS: Mapping[CheckType, tuple[str, ...]] = {
     type_of(cls): written_fields(cls) for cls in CHECK_CLASSES
 }
+
+
+def _compact(value: object) -> str:
+    """A JSON value on one line, as a list of checks shows expected arguments."""
+    return msgspec.json.encode(value).decode()
 
 
 def duplicate_check_ids(checks: tuple[Check, ...]) -> list[int]:

@@ -14,11 +14,16 @@ UngradedKind = Literal["free_text_rubric_item", "unreadable_criterion"]
 
 
 class ToolCall(msgspec.Struct, frozen=True, gc=False):
-    """One tool call the agent made; only `name` is ever compared."""
+    """One tool call the agent made; its arguments are compared only when a check lists them."""
 
     name: str
     # A JSON value: the decoded object when the agent sent a JSON string, else as sent.
     arguments: Any = None
+
+
+# The input schemas of the tools an agent declares, by tool name (read from the agent's `tools`
+# by declared_tools.py): what tool_args_valid validates calls against.
+DeclaredTools = dict[str, Any]
 
 
 class Observation(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -32,6 +37,10 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     unreadable_tool_calls: tuple[str, ...] = ()
     # Set when the platform's call to the agent failed: every check then fails with it.
     agent_error: str | None = None
+    # How long the agent took to answer, in ms (None: not reported); a conversation's own
+    # checks see each turn's instead, in turn order.
+    latency_ms: int | None = None
+    turn_latencies_ms: tuple[int | None, ...] | None = None
 
 
 class JudgeVerdict(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -21,7 +21,7 @@ from agentlasso.domain.checks import (
 )
 from agentlasso.domain.json_nesting import TOO_DEEP_WORDS, too_deep
 from agentlasso.domain.test_cases import EvaluationType, TestCaseContent
-from agentlasso.generation.prompts import happy_path_cap
+from agentlasso.generation.prompts import OBJECT_FIELDS, happy_path_cap
 from agentlasso.judge.verdicts import ModelOutput
 
 MAX_INPUT_CHARS = 10_000
@@ -158,10 +158,21 @@ def _used_fields(raw: dict[str, Any]) -> dict[str, Any]:
         return raw
     used = {"type", *check_class.__struct_fields__}
     return {
-        name: value
+        name: _object_from_text(value) if name in OBJECT_FIELDS else value
         for name, value in raw.items()
         if name in used or value not in (None, "", [], False)
     }
+
+
+def _object_from_text(value: Any) -> Any:
+    """A JSON object sent as text, decoded; anything else (or bad JSON) as it came, to be
+    refused by the check's own shape."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return msgspec.json.decode(value)
+    except msgspec.DecodeError:
+        return value
 
 
 def _unknown_tools(
@@ -173,7 +184,7 @@ def _unknown_tools(
         if isinstance(check, ToolCalled | ToolNotCalled):
             named.append(check.tool)
         elif isinstance(check, ToolOrder):
-            named.extend(check.tools)
+            named.extend(check.step_names())
     return [name for name in dict.fromkeys(named) if name not in profile.tool_names]
 
 

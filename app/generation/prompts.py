@@ -18,7 +18,7 @@ from agentlasso.judge.prompt_data import DATA_ESCAPING, fenced
 # Stored with every generation: any change to the wording or the schemas below bumps it, and
 # they read every check type's fields and `about.asks` (app/domain/checks.py): a new check
 # type bumps it too.
-GENERATION_PROMPT_VERSION = "2026-12-02.1"
+GENERATION_PROMPT_VERSION = "2026-12-02.2"
 # The forced tools, for models without structured outputs.
 PLAN_TOOL_NAME = "record_case_plan"
 CASE_TOOL_NAME = "record_test_case"
@@ -146,26 +146,56 @@ def case_schema() -> dict[str, Any]:
     )
 
 
-def _check_field_schemas() -> dict[str, Any]:
-    """Every field a check type has beyond id and severity, typed as its class types it, in the
-    order the classes first declare them."""
-    schemas: dict[str, Any] = {}
+def _check_field_types() -> dict[str, msgspec.inspect.Type]:
+    """Every field a check type has beyond id and severity, typed as the class that first
+    declares it (in the documented order) types it."""
+    types: dict[str, msgspec.inspect.Type] = {}
     for check_class in CHECK_CLASSES:
-        types = {field.name: field.type for field in msgspec.structs.fields(check_class)}
+        declared = {field.name: field.type for field in msgspec.structs.fields(check_class)}
         for name in written_fields(check_class):
-            schemas.setdefault(name, _json_type(msgspec.inspect.type_info(types[name])))
-    return schemas
+            types.setdefault(name, msgspec.inspect.type_info(declared[name]))
+    return types
+
+
+def _is_object(field_type: msgspec.inspect.Type) -> bool:
+    if isinstance(field_type, msgspec.inspect.UnionType):
+        return any(isinstance(member, msgspec.inspect.DictType) for member in field_type.types)
+    return isinstance(field_type, msgspec.inspect.DictType)
+
+
+# Check fields holding a JSON object (expected arguments, a schema): asked for as JSON text,
+# since every object in a constrained answer must list its properties, and decoded on reading.
+OBJECT_FIELDS = frozenset(name for name, kind in _check_field_types().items() if _is_object(kind))
+
+
+def _check_field_schemas() -> dict[str, Any]:
+    """Each check field's JSON schema as the generation asks for it, in the documented order."""
+    return {name: _json_type(kind) for name, kind in _check_field_types().items()}
 
 
 def _json_type(field_type: msgspec.inspect.Type) -> dict[str, Any]:
     """A check field's JSON schema as the generation asks for it: only its type, no bounds."""
+    if _is_object(field_type):
+        return {"type": "string", "description": "a JSON object, written as JSON text"}
+    if isinstance(field_type, msgspec.inspect.UnionType):
+        # Optional fields, and a tool order's entries (a name, or a name with arguments): the
+        # generation asks for the plain form.
+        plain = [t for t in field_type.types if not isinstance(t, _NOT_ASKED)]
+        return _json_type(plain[0])
     if isinstance(field_type, msgspec.inspect.StrType):
         return {"type": "string"}
     if isinstance(field_type, msgspec.inspect.BoolType):
         return {"type": "boolean"}
+    if isinstance(field_type, msgspec.inspect.IntType):
+        return {"type": "integer"}
+    if isinstance(field_type, msgspec.inspect.LiteralType):
+        return {"type": "string", "enum": list(field_type.values)}
     if isinstance(field_type, msgspec.inspect.VarTupleType | msgspec.inspect.ListType):
         return {"type": "array", "items": _json_type(field_type.item_type)}
     raise TypeError(f"a check field of type {field_type} has no JSON type for generation")
+
+
+_NOT_ASKED = (msgspec.inspect.NoneType, msgspec.inspect.StructType)
 
 
 def plan_params(

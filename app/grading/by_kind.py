@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from agentlasso.domain.conversations import PlayedConversation
-from agentlasso.domain.grades import CaseResult, JudgeVerdict, Observation
+from agentlasso.domain.grades import CaseResult, DeclaredTools, JudgeVerdict, Observation
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.grading.case import grade_case, never_out_of_time
 from agentlasso.grading.conversation import conversation_judge_requests, grade_conversation
@@ -21,11 +21,12 @@ def grade_answer(
     answer: Answer,
     verdicts: Mapping[str, JudgeVerdict],
     out_of_time: Callable[[], bool] = never_out_of_time,
+    declared_tools: DeclaredTools | None = None,
 ) -> CaseResult:
     """The case's grade, whichever its kind."""
     if isinstance(answer, PlayedConversation):
-        return grade_conversation(content, answer, verdicts, out_of_time)
-    return grade_case(content, answer, verdicts, out_of_time)
+        return grade_conversation(content, answer, verdicts, out_of_time, declared_tools)
+    return grade_case(content, answer, verdicts, out_of_time, declared_tools)
 
 
 def verdicts_needed(content: TestCaseContent, answer: Answer) -> tuple[JudgeRequest, ...]:

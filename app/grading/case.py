@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from agentlasso.domain.checks import Check, CheckType, type_of
-from agentlasso.domain.grades import CaseResult, CheckResult, JudgeVerdict, Observation
+from agentlasso.domain.grades import (
+    CaseResult,
+    CheckResult,
+    DeclaredTools,
+    JudgeVerdict,
+    Observation,
+)
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.grading.context import GradingContext, blocking_causes
 from agentlasso.grading.judge_checks import EXPECTATION_ID, grade_expectation
@@ -30,14 +36,16 @@ def grade_case(
     observation: Observation,
     verdicts: Mapping[str, JudgeVerdict] = _NO_VERDICTS,
     out_of_time: Callable[[], bool] = _NEVER,
+    declared_tools: DeclaredTools | None = None,
 ) -> CaseResult:
     """Grade one case's observation against its checks; verdicts are keyed by check id.
 
     `out_of_time` says when the caller's time for grading is spent: regular expressions not
-    run by then are not graded, saying so.
+    run by then are not graded, saying so. `declared_tools` are the input schemas of the
+    agent's tools, for tool_args_valid.
     """
     plan = plan_case(content)
-    context = GradingContext(observation, verdicts, out_of_time)
+    context = GradingContext(observation, verdicts, out_of_time, declared_tools)
     results = grade_checks(plan.checks, context)
     if expected_output(content) is not None:
         results.append(expectation_check(content, context))

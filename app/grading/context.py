@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from agentlasso.domain.grades import CheckResult, JudgeVerdict, Observation
+from agentlasso.domain.grades import CheckResult, DeclaredTools, JudgeVerdict, Observation
 from agentlasso.grading.excerpts import name_list
 
 _REPLY_MISSING = "The reply was not reported, so this check cannot be verified."
@@ -22,6 +22,7 @@ class GradingContext:
         "_names",
         "_report",
         "_sequence",
+        "declared_tools",
         "observation",
         "out_of_time",
         "unmet",
@@ -33,8 +34,11 @@ class GradingContext:
         observation: Observation,
         verdicts: Mapping[str, JudgeVerdict],
         out_of_time: Callable[[], bool] = lambda: False,
+        declared_tools: DeclaredTools | None = None,
     ) -> None:
         self.observation = observation
+        # The input schemas of the tools the agent declares, by name (tool_args_valid).
+        self.declared_tools = declared_tools
         self.verdicts = verdicts
         # Whether the time this grading may take is spent: regular expressions not yet run then
         # stay unrun. Supplied by the caller, which owns the clock; never spent by default.
@@ -119,13 +123,15 @@ def blocking_causes(context: GradingContext, results: Iterable[CheckResult]) -> 
 
 
 def unmet_needs(observation: Observation) -> dict[str, str | None]:
-    """Per need ("reply", "tool_calls"), why checks needing it fail unrun, or None."""
+    """Per need ("reply", "tool_calls", "latency"), why checks needing it fail unrun, or None."""
     if observation.agent_error is not None:
         # A failed agent call is the case's failure: every check fails, naming it.
         error = observation.agent_error.strip().rstrip(".") or "the agent call failed"
         failure = f"{error[:1].upper()}{error[1:]}."
-        return {"reply": failure, "tool_calls": failure}
+        return {"reply": failure, "tool_calls": failure, "latency": failure}
     return {
         "reply": _REPLY_MISSING if observation.actual_output is None else None,
         "tool_calls": _TOOLS_MISSING if observation.tool_calls is None else None,
+        # A latency not reported leaves its check not graded, which the check itself says.
+        "latency": None,
     }

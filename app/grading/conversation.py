@@ -21,7 +21,14 @@ from agentlasso.domain.conversations import (
     TurnRecord,
     transcript,
 )
-from agentlasso.domain.grades import CaseResult, CheckResult, JudgeVerdict, Observation, ToolCall
+from agentlasso.domain.grades import (
+    CaseResult,
+    CheckResult,
+    DeclaredTools,
+    JudgeVerdict,
+    Observation,
+    ToolCall,
+)
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.grading.case import (
     expectation_check,
@@ -43,6 +50,7 @@ def grade_conversation(
     played: PlayedConversation,
     verdicts: Mapping[str, JudgeVerdict] = _NO_VERDICTS,
     out_of_time: Callable[[], bool] = never_out_of_time,
+    declared_tools: DeclaredTools | None = None,
 ) -> CaseResult:
     """Grade a played conversation against its turns' checks and its own."""
     conversation = content.conversation
@@ -53,10 +61,12 @@ def grade_conversation(
     results: list[CheckResult] = []
     for number, turn in enumerate(conversation.turns, start=1):
         if turn.checks:
-            results += _grade_turn(number, turn.checks, played, verdicts, out_of_time)
+            context = _turn_context(number, played, verdicts, out_of_time, declared_tools)
+            results += _grade_turn(number, turn.checks, played, context)
     stopped = stopped_by_error(played)
     if stopped is None:
-        context = GradingContext(whole_observation(played), verdicts, out_of_time)
+        whole = whole_observation(played)
+        context = GradingContext(whole, verdicts, out_of_time, declared_tools)
         results += grade_checks(plan.checks, context)
         if expected_output(content) is not None:
             results.append(expectation_check(content, context))
@@ -89,19 +99,30 @@ def _not_graded(content: TestCaseContent, plan: CasePlan, reason: str) -> CaseRe
     return summarise(tuple(checks), plan, (cause,))
 
 
+def _turn_context(
+    number: int,
+    played: PlayedConversation,
+    verdicts: Mapping[str, JudgeVerdict],
+    out_of_time: Callable[[], bool],
+    declared_tools: DeclaredTools | None,
+) -> GradingContext | None:
+    """What turn `number`'s checks see, or None when it never answered."""
+    record = played.turns[number - 1] if number <= len(played.turns) else None
+    if record is None or record.error is not None:
+        return None
+    return GradingContext(turn_observation(record), verdicts, out_of_time, declared_tools)
+
+
 def _grade_turn(
     number: int,
     checks: tuple[Check, ...],
     played: PlayedConversation,
-    verdicts: Mapping[str, JudgeVerdict],
-    out_of_time: Callable[[], bool],
+    context: GradingContext | None,
 ) -> list[CheckResult]:
     """One turn's checks on its reply and calls, or failed saying why the turn never ran."""
-    record = played.turns[number - 1] if number <= len(played.turns) else None
-    if record is None or record.error is not None:
+    if context is None:
         why = unreached(number, played)
         return [_unrun(check, why, number) for check in checks]
-    context = GradingContext(turn_observation(record), verdicts, out_of_time)
     return [
         msgspec.structs.replace(result, turn=number) for result in grade_checks(checks, context)
     ]
@@ -136,13 +157,16 @@ def unreached(number: int, played: PlayedConversation) -> str:
 def turn_observation(record: TurnRecord) -> Observation:
     """What the agent said and did during one turn."""
     return observation_from_wire(
-        record.actual_output, record.actual_tool_calls, agent_error=record.error
+        record.actual_output,
+        record.actual_tool_calls,
+        agent_error=record.error,
+        latency_ms=record.latency_ms,
     )
 
 
 def whole_observation(played: PlayedConversation) -> Observation:
-    """The final reply, and every call of every turn in order (unreported when some turn
-    left its calls unreported: a check cannot say a tool was never called then)."""
+    """The final reply, every call of every turn in order (unreported when some turn left its
+    calls unreported: a check cannot say a tool was never called then), each turn's latency."""
     final = played.turns[-1].actual_output if played.turns else None
     calls: list[ToolCall] = []
     unreadable: list[str] = []
@@ -158,6 +182,7 @@ def whole_observation(played: PlayedConversation) -> Observation:
         actual_output=final,
         tool_calls=tuple(calls) if reported else None,
         unreadable_tool_calls=tuple(unreadable),
+        turn_latencies_ms=tuple(record.latency_ms for record in played.turns),
     )
 
 

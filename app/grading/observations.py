@@ -15,6 +15,7 @@ def observation_from_wire(
     output_reported: bool = True,
     tool_calls_reported: bool = True,
     agent_error: str | None = None,
+    latency_ms: int | None = None,
 ) -> Observation:
     """Normalise a posted result; a field left out (flag False or msgspec.UNSET) is not reported.
 
@@ -22,7 +23,7 @@ def observation_from_wire(
     (an agent answering with a JSON object) is graded as its compact JSON text.
     `actual_tool_calls` null is not reported either (it is not a list of calls), `[]` is a
     report of no calls. `agent_error` says the call to the agent failed: every check fails
-    with it.
+    with it. `latency_ms` is how long the agent took, when measured or reported.
     """
     output_missing = not output_reported or actual_output is msgspec.UNSET
     calls_missing = (
@@ -37,4 +38,5 @@ def observation_from_wire(
         tool_calls=calls,
         unreadable_tool_calls=problems,
         agent_error=agent_error,
+        latency_ms=latency_ms,
     )

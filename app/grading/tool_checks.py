@@ -1,21 +1,40 @@
-"""Checks on the agent's tool calls: matched on the exact name, arguments never compared."""
+"""Checks on the agent's tool calls: matched on the exact name, and on the arguments only
+where a check lists them (tool_arguments.py)."""
 
 from __future__ import annotations
 
-from agentlasso.domain.checks import ToolCalled, ToolNotCalled, ToolOrder
-from agentlasso.domain.grades import CheckResult
+import msgspec
+
+from agentlasso.domain.checks import MaxToolCalls, ToolCalled, ToolNotCalled, ToolOrder
+from agentlasso.domain.grades import CheckResult, ToolCall
+from agentlasso.domain.tool_arguments import ToolStep, matching, named_tool
 from agentlasso.grading.context import GradingContext
 from agentlasso.grading.excerpts import VALUE_CHARS, count_noun, name_list, shorten
 from agentlasso.grading.outcomes import decided
+from agentlasso.grading.tool_arguments import closest, compare
 
 
 def grade_tool_called(check: ToolCalled, context: GradingContext) -> CheckResult:
-    """Passes when a call with exactly this name appears."""
+    """Passes when a call with exactly this name appears (with the listed arguments)."""
     tool = shorten(check.tool, VALUE_CHARS)
-    if check.tool in context.tool_names():
+    if check.tool not in context.tool_names():
+        detail = f"{tool} was never called. {context.tool_report()}"
+        return decided(check, "tool_called", False, detail)
+    if check.arguments is msgspec.UNSET:
         return decided(check, "tool_called", True, f"{tool} was called.")
-    detail = f"{tool} was never called. {context.tool_report()}"
+    calls = _calls_of(context, check.tool)
+    difference = closest(calls, check.arguments, matching(check.arguments_match))
+    if difference.words is None:
+        return decided(
+            check, "tool_called", True, f"{tool} was called with the expected arguments."
+        )
+    closest_of = "" if len(calls) == 1 else f" (the closest of its {len(calls)} calls)"
+    detail = f"{tool} was called with {difference.words}{closest_of}."
     return decided(check, "tool_called", False, detail)
+
+
+def _calls_of(context: GradingContext, tool: str) -> list[ToolCall]:
+    return [call for call in context.observation.tool_calls or () if call.name == tool]
 
 
 def grade_tool_not_called(check: ToolNotCalled, context: GradingContext) -> CheckResult:
@@ -33,20 +52,63 @@ def grade_tool_not_called(check: ToolNotCalled, context: GradingContext) -> Chec
 
 
 def grade_tool_order(check: ToolOrder, context: GradingContext) -> CheckResult:
-    """Passes when the tools appear in this order as a subsequence (repeats must repeat)."""
-    expected = check.tools
+    """Passes when the tools appear in this order as a subsequence (repeats must repeat), each
+    entry that lists arguments matched by a call with them."""
+    steps = check.tools
+    calls = context.observation.tool_calls or ()
     matched = 0
-    # Greedy matching finds a subsequence whenever one exists.
-    for name in context.tool_sequence():
-        if matched == len(expected):
+    after_last = 0  # where the calls after the last matched one start
+    # Greedy matching finds a subsequence whenever one exists: each entry takes the earliest
+    # call after the previous one that fits it, which leaves the most calls for the rest.
+    for index, call in enumerate(calls):
+        if matched == len(steps):
             break
-        if name == expected[matched]:
+        if _fits(steps[matched], call, check):
             matched += 1
-    if matched == len(expected):
-        detail = f"The tools were called in this order: {_order(expected)}."
+            after_last = index + 1
+    order = _order(check.step_names())
+    if matched == len(steps):
+        detail = f"The tools were called in this order: {order}."
         return decided(check, "tool_order", True, detail)
-    detail = f"Expected the tools in this order: {_order(expected)}. "
+    detail = f"Expected the tools in this order: {order}. "
+    missing = steps[matched]
+    if isinstance(missing, ToolStep):
+        after = [call for call in calls[after_last:] if call.name == missing.tool]
+        if after:
+            words = closest(after, missing.arguments, matching(check.arguments_match)).words
+            detail += f"{shorten(missing.tool, VALUE_CHARS)} was called with {words}. "
     return decided(check, "tool_order", False, detail + context.tool_report())
+
+
+def _fits(step: str | ToolStep, call: ToolCall, check: ToolOrder) -> bool:
+    if isinstance(step, str):
+        return call.name == step
+    if call.name != step.tool:
+        return False
+    return compare(call.arguments, step.arguments, matching(check.arguments_match)).words is None
+
+
+def grade_max_tool_calls(check: MaxToolCalls, context: GradingContext) -> CheckResult:
+    """Passes when there were at most `count` calls (of the named tool) and every reported
+    entry could be read (one that could not might have been such a call)."""
+    sequence = context.tool_sequence()
+    only = named_tool(check.tool)
+    made = len(sequence) if only is None else sequence.count(only)
+    tool = None if only is None else shorten(only, VALUE_CHARS)
+    singular, plural = (
+        ("tool call", "tool calls") if tool is None else (f"call of {tool}", f"calls of {tool}")
+    )
+    allowed = f"at most {check.count} allowed"
+    if made > check.count:
+        detail = f"The agent made {count_noun(made, singular, plural)}; {allowed}. "
+        return decided(check, "max_tool_calls", False, detail + context.tool_report())
+    if context.observation.unreadable_tool_calls:
+        unsure = (
+            f"Cannot confirm the agent made at most {count_noun(check.count, singular, plural)}."
+        )
+        return decided(check, "max_tool_calls", False, unsure + context.unreadable_note())
+    detail = f"The agent made {count_noun(made, singular, plural)}; {allowed}."
+    return decided(check, "max_tool_calls", True, detail)
 
 
 def _order(tools: tuple[str, ...]) -> str:

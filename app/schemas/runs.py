@@ -11,6 +11,7 @@ from agentlasso.domain import runs as domain
 from agentlasso.domain.checks import Check
 from agentlasso.domain.conversations import Conversation
 from agentlasso.domain.test_cases import MAX_TAGS, CaseInput, EvaluationType, Tag
+from agentlasso.schemas.agents import Tools
 
 RunStatus = domain.RunStatus
 WebUrl = Annotated[
@@ -43,6 +44,9 @@ class RunCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     tags: Annotated[list[Tag], msgspec.Meta(max_length=MAX_TAGS)] | None = None
     # A version of the dataset, by its id or name: its frozen revisions run, not the current.
     dataset_version: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
+    # CI mode: your agent's tools as it declares them ({"name", "input_schema"}, or OpenAI's
+    # {"type": "function", "function": {"name", "parameters"}}), for tool_args_valid checks.
+    tools: Tools | None = None
 
 
 class RunTestCase(msgspec.Struct, kw_only=True):

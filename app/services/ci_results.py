@@ -26,7 +26,7 @@ from agentlasso.services import ci_conversations, judge_settings
 from agentlasso.services.ci_conversations import PostedConversation
 from agentlasso.services.grading_pool import batch_budget_s, grade_off_loop
 from agentlasso.services.platform import Platform
-from agentlasso.services.recording import BatchRecording, Reply, grade, store
+from agentlasso.services.recording import BatchRecording, Reply, RunGrading, grade, store
 from agentlasso.services.run_settling import settle_run
 
 # A client may ask to wait longer than the server's default, up to this.
@@ -47,6 +47,8 @@ class PostedResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     # For a conversation: it could not be played out (its turns so far may come with it), and
     # it is not graded, with this reason.
     agent_error: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
+    # How long the client's call to its agent took (latency_below grades it; without it, not).
+    latency_ms: Annotated[int, msgspec.Meta(ge=0, le=2_147_483_647)] | None = None
     # A conversation case's result (contract section 13): each turn, and how it ended.
     turns: (
         Annotated[
@@ -59,7 +61,11 @@ class PostedResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
 
     def reported(self) -> Reported:
         """What the agent did, as posted."""
-        return Reported(actual_output=self.actual_output, actual_tool_calls=self.actual_tool_calls)
+        return Reported(
+            actual_output=self.actual_output,
+            actual_tool_calls=self.actual_tool_calls,
+            latency_ms=self.latency_ms,
+        )
 
     def conversation(self) -> PostedConversation:
         """What it says about a conversation, with the single-turn fields it also holds."""
@@ -184,11 +190,11 @@ async def record_results(
         if run is None:
             raise NotFound("No run with this id in your project.")
         pinned = await pinned_cases.pinned_cases_by_id(connection, run_id, checked.case_ids)
+        tools = await run_rows.declared_tools(connection, run_id)
+    grading = RunGrading(run_id=run_id, judge_configured=judge_configured, declared_tools=tools)
     # Graded with no connection held: a hostile pattern may take the whole budget.
     graded = await grade_off_loop(
-        lambda out_of_time: _grade_batch(
-            run_id, results, checked.parsed, pinned, judge_configured, out_of_time
-        ),
+        lambda out_of_time: _grade_batch(grading, results, checked.parsed, pinned, out_of_time),
         batch_budget_s(platform.settings.grading_budget_s, len(results)),
     )
     recording = BatchRecording(project_id, checked.case_ids, graded.counts)
@@ -211,11 +217,10 @@ class _GradedBatch(msgspec.Struct, frozen=True):
 
 
 def _grade_batch(
-    run_id: UUID,
+    run: RunGrading,
     results: list[PostedResult],
     parsed: list[UUID | None],
     pinned: Mapping[UUID, PinnedCase],
-    judge_configured: bool,
     out_of_time: Callable[[], bool],
 ) -> _GradedBatch:
     missing = _not_in_run(results, parsed, pinned)
@@ -236,7 +241,7 @@ def _grade_batch(
     for posted, case_id in zip(results, parsed, strict=True):
         assert case_id is not None
         reply = posted_reply(pinned[case_id], posted)
-        result, row = grade(run_id, reply, judge_configured, out_of_time)
+        result, row = grade(run, reply, out_of_time)
         graded.append(GradedCase(test_case_id=posted.test_case_id, result=result))
         new_results.append(row)
     counts = Counters.counting(result.flags() for result in new_results)

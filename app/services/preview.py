@@ -15,7 +15,8 @@ from uuid import UUID
 import msgspec
 
 from agentlasso.agents import AgentCallResult
-from agentlasso.domain.grades import CaseResult, JudgeVerdict, Observation
+from agentlasso.domain.declared_tools import declared_tools
+from agentlasso.domain.grades import CaseResult, DeclaredTools, JudgeVerdict, Observation
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.errors import Conflict, FieldError, InvalidInput
@@ -121,9 +122,13 @@ async def preview_with_agent(
     )
     agent_s = time.perf_counter() - started
     observation = observation_from_wire(
-        call.actual_output, call.actual_tool_calls, agent_error=call.error
+        call.actual_output,
+        call.actual_tool_calls,
+        agent_error=call.error,
+        latency_ms=call.latency_ms,
     )
-    judged = await _judged(platform, project_id, content, observation, context, call)
+    tools = declared_tools(agent.tools)
+    judged = await _judged(platform, project_id, content, observation, context, call, tools)
     return msgspec.structs.replace(judged, agent_s=agent_s)
 
 
@@ -138,7 +143,10 @@ async def preview_pasted(
     """Grade a reply and tool calls typed in, as a run would (the AI judge included)."""
     await _count_calls(platform, project_id, content, agent_calls=0)
     observation = observation_from_wire(reply, tool_calls)
-    return await _judged(platform, project_id, content, observation, context, None)
+    # A pasted reply is taken to be the project's agent's: its declared tools check the calls.
+    agent = await default_agent(platform, project_id)
+    tools = None if agent is None else declared_tools(agent.tools)
+    return await _judged(platform, project_id, content, observation, context, None, tools)
 
 
 async def _count_calls(
@@ -160,6 +168,7 @@ async def _judged(
     observation: Observation,
     context: dict[str, Any] | None,
     call: AgentCallResult | None,
+    tools: DeclaredTools | None,
 ) -> JudgedPreview:
     prepared = prepare_content(content)
     records: list[JudgeRecord] = []
@@ -175,7 +184,7 @@ async def _judged(
     else:
         verdicts = unavailable_verdicts(requests, NO_JUDGE)
     result = await grade_off_loop(
-        lambda out_of_time: grade_case(prepared, observation, verdicts, out_of_time),
+        lambda out_of_time: grade_case(prepared, observation, verdicts, out_of_time, tools),
         platform.settings.grading_budget_s,
     )
     return JudgedPreview(

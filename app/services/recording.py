@@ -43,7 +43,7 @@ from agentlasso.domain.case_results import (
     Played,
     Reported,
 )
-from agentlasso.domain.grades import CaseResult, JudgeVerdict
+from agentlasso.domain.grades import CaseResult, DeclaredTools, JudgeVerdict
 from agentlasso.domain.runs import ChunkRef, Counters, Run
 from agentlasso.domain.test_cases import PinnedCase
 from agentlasso.errors import Conflict
@@ -90,17 +90,27 @@ class Reply(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         )  # fmt: skip
 
 
+class RunGrading(msgspec.Struct, frozen=True, kw_only=True):
+    """What grading a run's replies needs to know of the run, read once per chunk or batch."""
+
+    run_id: UUID
+    # Whether its AI judge checks wait for a judge (the server's key, or the project's own).
+    judge_configured: bool
+    # The input schemas of the agent's declared tools, taken when the run started.
+    declared_tools: DeclaredTools | None = None
+
+
 def grade(
-    run_id: UUID, reply: Reply, judge_configured: bool, out_of_time: Callable[[], bool]
+    run: RunGrading, reply: Reply, out_of_time: Callable[[], bool]
 ) -> tuple[CaseResult, NewResult]:
     """The reply's grade, and its row; AI judge checks wait for a judge chunk when a judge is
     configured (the row is marked pending), and are not graded otherwise."""
     content = reply.case.content
     answer = answer_of(reply)
-    verdicts, pending = immediate_verdicts(content, answer, judge_configured)
-    result = grade_answer(content, answer, verdicts, out_of_time)
+    verdicts, pending = immediate_verdicts(content, answer, run.judge_configured)
+    result = grade_answer(content, answer, verdicts, out_of_time, run.declared_tools)
     return result, NewResult.graded_as(
-        run_id, reply.case.test_case_id, reply.trial, reply.case.revision_id, result,
+        run.run_id, reply.case.test_case_id, reply.trial, reply.case.revision_id, result,
         reply.reported, agent_error=reply.agent_error, agent_call=reply.agent_call,
         judge_pending=pending, played=reply.played,
     )  # fmt: skip
@@ -111,7 +121,10 @@ def answer_of(reply: Reply) -> Answer:
     if reply.played is not None:
         return reply.played.conversation
     return observation_from_wire(
-        reply.actual_output, reply.actual_tool_calls, agent_error=reply.agent_error
+        reply.actual_output,
+        reply.actual_tool_calls,
+        agent_error=reply.agent_error,
+        latency_ms=reply.reported.latency_ms,
     )
 
 
@@ -298,10 +311,9 @@ class BatchRecording(msgspec.Struct, frozen=True):
 async def record_chunk(
     pool: asyncpg.Pool,
     queue: tuple[QueueConnection, str],
-    run_id: UUID,
+    run: RunGrading,
     chunk: ChunkRecording,
     replies: Sequence[Reply],
-    judge_configured: bool,
     budget_s: float,
 ) -> None:
     """Grade a lane's replies (each a call answered, or a conversation played) off the event
@@ -309,20 +321,23 @@ async def record_chunk(
     (queue connection, queue name)."""
 
     def grade_all(out_of_time: Callable[[], bool]) -> list[NewResult]:
-        return [grade(run_id, reply, judge_configured, out_of_time)[1] for reply in replies]
+        return [grade(run, reply, out_of_time)[1] for reply in replies]
 
     rows = await grade_off_loop(grade_all, budget_s)
     async with pool.acquire() as connection, connection.transaction():
-        stored = await store(connection, run_id, rows, chunk)
+        stored = await store(connection, run.run_id, rows, chunk)
     if stored is not None:
         await enqueue_quietly(*queue, stored.judge_work)
 
 
 def regrade(
-    case: AwaitingJudge, verdicts: dict[str, JudgeVerdict], out_of_time: Callable[[], bool]
+    case: AwaitingJudge,
+    verdicts: dict[str, JudgeVerdict],
+    out_of_time: Callable[[], bool],
+    declared_tools: DeclaredTools | None,
 ) -> CaseResult:
     """A stored case's final grade: what its agent did, as stored, graded with the verdicts."""
-    return grade_answer(case.content, stored_answer(case), verdicts, out_of_time)
+    return grade_answer(case.content, stored_answer(case), verdicts, out_of_time, declared_tools)
 
 
 def stored_answer(case: AwaitingJudge) -> Answer:
@@ -330,7 +345,10 @@ def stored_answer(case: AwaitingJudge) -> Answer:
     if case.played is not None:
         return case.played
     return observation_from_wire(
-        case.reported.actual_output, case.reported.actual_tool_calls, agent_error=case.agent_error
+        case.reported.actual_output,
+        case.reported.actual_tool_calls,
+        agent_error=case.agent_error,
+        latency_ms=case.reported.latency_ms,
     )
 
 

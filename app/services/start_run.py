@@ -12,6 +12,7 @@ import hashlib
 import math
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 from uuid import UUID
 
 import msgspec
@@ -24,7 +25,10 @@ from agentlasso.db import run_gates
 from agentlasso.db import runs as run_rows
 from agentlasso.db.pool import Connection
 from agentlasso.db.runs import RunInsert
+from agentlasso.domain.agents import Agent
 from agentlasso.domain.datasets import Dataset, DatasetVersion
+from agentlasso.domain.declared_tools import declared_tools
+from agentlasso.domain.grades import DeclaredTools
 from agentlasso.domain.runs import ChunkRef, Run, RunGate, lanes_for
 from agentlasso.domain.stored_text import refuse_nul
 from agentlasso.domain.test_cases import PinnedCase
@@ -55,6 +59,9 @@ class NewRun(msgspec.Struct, frozen=True, kw_only=True):
     tags: tuple[str, ...] | None = None
     # The dataset version to run (its id or name); None: the cases' current revisions.
     dataset_version: str | None = None
+    # CI mode: the agent's tools as it declares them (tool_args_valid validates against their
+    # input schemas); a server-mode run takes its agent's.
+    tools: list[dict[str, Any]] | None = None
 
 
 class StartedRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -68,7 +75,7 @@ class StartedRun(msgspec.Struct, frozen=True, kw_only=True):
 
 # Fields a run request gained later: counted only when given, so a retry across the upgrade
 # that added them is still the same request.
-_LATER_FIELDS = ("tags", "dataset_version")
+_LATER_FIELDS = ("tags", "dataset_version", "tools")
 
 
 def request_hash(request: NewRun) -> bytes:
@@ -100,6 +107,9 @@ async def start_run(
     """Create the run; a server-mode run's first lanes are queued, no agent call awaited.
     With `failed_in` (server mode), only the cases that failed in that run of the dataset."""
     refuse_nul({"labels": request.labels, "dataset_version": request.dataset_version})
+    if request.agent_id is not None and request.tools is not None:
+        detail = "A run that calls your agent validates its tool calls against the agent's tools."
+        raise InvalidInput(detail, [FieldError(pointer="/tools", detail=detail)])
     if request.agent_id is None:
         assert failed_in is None, "a re-run of failed cases calls the agent: server mode"
         return await _start_ci_run(platform, project_id, request, idempotency_key)
@@ -129,7 +139,7 @@ async def _start_ci_run(
         baseline = await _baseline(connection, project_id, request)
         values = _insert_values(
             project_id, request, idempotency_key, concurrency=None, baseline=baseline,
-            version=version,
+            version=version, tools=declared_tools(request.tools),
         )  # fmt: skip
         run = await run_rows.insert_run(connection, values)
         if run is None:
@@ -150,14 +160,14 @@ async def _start_server_run(
     async with platform.pool.acquire() as connection, connection.transaction():
         dataset = await _dataset_to_run(connection, project_id, request.dataset_id)
         version = await _version_to_run(connection, request)
-        agent_limit = await _agent_limit(connection, project_id, request.agent_id)
+        agent = await _agent_to_call(connection, project_id, request.agent_id)
         concurrency = request.concurrency or min(
-            DEFAULT_CONCURRENCY, agent_limit or DEFAULT_CONCURRENCY
+            DEFAULT_CONCURRENCY, agent.max_concurrency or DEFAULT_CONCURRENCY
         )
         baseline = await _baseline(connection, project_id, request)
         values = _insert_values(
             project_id, request, idempotency_key, concurrency=concurrency, baseline=baseline,
-            version=version,
+            version=version, tools=declared_tools(agent.tools),
         )  # fmt: skip
         run = await run_rows.insert_run(connection, values)
         if run is None:
@@ -211,6 +221,7 @@ def _insert_values(
     concurrency: int | None,
     baseline: UUID | None,
     version: DatasetVersion | None,
+    tools: DeclaredTools | None,
 ) -> RunInsert:
     server_mode = request.agent_id is not None
     return RunInsert(
@@ -223,7 +234,7 @@ def _insert_values(
         gate=request.gate, baseline_run_id=baseline,
         tags=None if request.tags is None else list(request.tags),
         dataset_version_id=None if version is None else version.id,
-        dataset_version=None if version is None else version.name,
+        dataset_version=None if version is None else version.name, declared_tools=tools,
     )  # fmt: skip
 
 
@@ -280,16 +291,14 @@ async def _dataset_to_run(connection: Connection, project_id: UUID, dataset_id: 
     return dataset
 
 
-async def _agent_limit(
-    connection: Connection, project_id: UUID, agent_id: UUID | None
-) -> int | None:
+async def _agent_to_call(connection: Connection, project_id: UUID, agent_id: UUID | None) -> Agent:
     agent = (
         None if agent_id is None else await agent_rows.get_agent(connection, project_id, agent_id)
     )
     if agent is None:
         detail = "No agent with this id in your project."
         raise NotFound(detail, [FieldError(pointer="/agent_id", detail=detail)])
-    return agent.max_concurrency
+    return agent
 
 
 async def _replay(

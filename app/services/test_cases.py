@@ -12,7 +12,7 @@ from agentlasso.db import case_results as result_rows
 from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import test_cases as case_rows
 from agentlasso.db.pool import Connection
-from agentlasso.domain.checks import OutputContains, OutputNotContains, assign_check_ids
+from agentlasso.domain.checks import Check, OutputContains, OutputNotContains, assign_check_ids
 from agentlasso.domain.conversations import conversation_problems
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.stored_text import nul_problems
@@ -26,6 +26,7 @@ from agentlasso.domain.test_cases import (
 from agentlasso.domain.web import CaseFilter, Revision
 from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound, StaleRevision
 from agentlasso.grading import EXPECTATION_ID, regex_compile_error
+from agentlasso.grading.written_checks import written_check_problems
 from agentlasso.services.platform import Platform
 
 
@@ -34,6 +35,7 @@ def content_problems(content: TestCaseContent) -> list[FieldError]:
     return (
         kind_problems(content)
         + _check_id_problems(content)
+        + _check_field_problems(content)
         + nul_problems(msgspec.structs.asdict(content))
     )
 
@@ -59,19 +61,25 @@ def kind_problems(content: TestCaseContent) -> list[FieldError]:
     return [FieldError(pointer=pointer, detail=detail) for pointer, detail in problems]
 
 
-def _check_id_problems(content: TestCaseContent) -> list[FieldError]:
-    """Check ids are unique within the whole case (its turns' checks too), and none may take
-    the id the implicit judge check on expected_output answers to."""
-    placed = [(f"/checks/{index}/id", check) for index, check in enumerate(content.checks or ())]
+def _placed_checks(content: TestCaseContent) -> list[tuple[str, Check]]:
+    """Every check of the case (its turns' too), with the JSON pointer it was written at."""
+    placed = [(f"/checks/{index}", check) for index, check in enumerate(content.checks or ())]
     if content.conversation is not None:
         placed += [
-            (f"/conversation/turns/{turn}/checks/{index}/id", check)
+            (f"/conversation/turns/{turn}/checks/{index}", check)
             for turn, scripted in enumerate(content.conversation.turns)
             for index, check in enumerate(scripted.checks)
         ]
+    return placed
+
+
+def _check_id_problems(content: TestCaseContent) -> list[FieldError]:
+    """Check ids are unique within the whole case (its turns' checks too), and none may take
+    the id the implicit judge check on expected_output answers to."""
     problems: list[FieldError] = []
     seen: set[str] = set()
-    for pointer, check in placed:
+    for at, check in _placed_checks(content):
+        pointer = f"{at}/id"
         if check.id is None:
             continue
         if check.id == EXPECTATION_ID:
@@ -82,6 +90,15 @@ def _check_id_problems(content: TestCaseContent) -> list[FieldError]:
             problems.append(FieldError(pointer=pointer, detail=detail))
         seen.add(check.id)
     return problems
+
+
+def _check_field_problems(content: TestCaseContent) -> list[FieldError]:
+    """Schemas that cannot be compiled and matchers that cannot be used, each where it is."""
+    return [
+        FieldError(pointer=at + below, detail=detail)
+        for at, check in _placed_checks(content)
+        for below, detail in written_check_problems(check)
+    ]
 
 
 def prepare_content(content: TestCaseContent) -> TestCaseContent:

@@ -17,7 +17,12 @@ from agentlasso.grading import observation_from_wire
 
 def observed(call: AgentCallResult) -> Observation:
     """The call's reply and tool calls as a run grades them (left out: not reported)."""
-    return observation_from_wire(call.actual_output, call.actual_tool_calls, agent_error=call.error)
+    return observation_from_wire(
+        call.actual_output,
+        call.actual_tool_calls,
+        agent_error=call.error,
+        latency_ms=call.latency_ms,
+    )
 
 
 def observation_of(result: StoredResult) -> Observation:
@@ -26,6 +31,7 @@ def observation_of(result: StoredResult) -> Observation:
         result.reported.actual_output,
         result.reported.actual_tool_calls,
         agent_error=result.agent_error,
+        latency_ms=result.reported.latency_ms,
     )
 
 

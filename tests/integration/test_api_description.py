@@ -182,7 +182,8 @@ async def test_a_large_batch_is_read_as_strictly_as_a_small_one(client: httpx.As
         for case in run["test_cases"]
     ]
     assert len(json.dumps({"run_id": run["run_id"], "results": results})) > SLICED_ABOVE_BYTES
-    wrongs = {2_500: ("agent_error", 5), 2_999: ("latency_ms", 120)}  # a str; no such field
+    # A number where a string goes; a latency that is not a number; no such field.
+    wrongs = {2_000: ("agent_error", 5), 2_500: ("latency_ms", "fast"), 2_999: ("latency", 120)}
     for index, (field, wrong) in wrongs.items():
         bad = [dict(result) for result in results]
         bad[index][field] = wrong

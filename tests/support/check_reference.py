@@ -18,7 +18,7 @@ from agentlasso.grading.registry import GRADERS
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "checks.md"
 # What a check's grader needs, as the page says it.
-_READS = {"reply": "the reply", "tool_calls": "the tool calls"}
+_READS = {"reply": "the reply", "tool_calls": "the tool calls", "latency": "the latency"}
 
 _INTRO = """\
 # Check types
@@ -43,7 +43,41 @@ def reference_page() -> str:
         f"| {_READS[GRADERS[cls].needs]} |\n"
         for cls in CHECK_CLASSES
     )
-    return _INTRO + rows + "".join(_section(cls) for cls in CHECK_CLASSES)
+    return _INTRO + rows + "".join(_section(cls) for cls in CHECK_CLASSES) + _ARGUMENTS
+
+
+_ARGUMENTS = """
+## Tool arguments, when they matter
+
+Tool checks match on the tool's name only, unless a check lists `arguments`: agents word
+arguments in many equally right ways, and a check on them is worth writing only where a value
+is what the case is about (the refund's amount, the order's id). A `tool_called` check, and
+any entry of a `tool_order` check written as `{"tool": ..., "arguments": {...}}`, then passes
+only for a call of that tool whose arguments hold every listed key with an equal value (JSON
+equality: `1` equals `1.0`, `true` is not `1`; a nested object or list must be equal whole).
+With `arguments_match: "exact"` the call may have no other key. Arguments an agent sent as a
+JSON string are parsed first. Nothing looser: a "partial" match passes arguments an agent
+invented.
+
+A listed value may be a matcher instead:
+
+| Matcher | Passes when the argument |
+|---|---|
+| `{"$regex": "^re_[0-9]+$"}` | is a string the RE2 pattern matches (caseless unless `(?-i)`) |
+| `{"$gte": 10}`, `{"$lte": 100}` (together too) | is a number at least / at most that |
+| `{"$any": true}` | is there, with any value |
+
+A matcher stands for a whole top-level argument. One that is not one (`$regexp`), a `$regex`
+that does not compile, or a schema of `output_matches_schema` that cannot be compiled is
+refused when the case is written (a 422 naming where). A failing check names the closest call
+and the first key that differed: `stripe.refund was called with amount 50; expected 42.`
+
+`output_matches_schema` and `tool_args_valid` use JSON Schema draft 2020-12 (a schema of at
+most 64 KiB, references only within it; every `pattern` runs in linear time). The tools
+`tool_args_valid` reads are the agent's `tools` as registered (`{"name", "input_schema"}` or
+OpenAI's `{"type": "function", "function": {"name", "parameters"}}`), taken when a server-mode
+run starts; a CI-mode run is given them in `POST /api/v1/eval-runs` `tools`.
+"""
 
 
 def _section(check_class: type[Check]) -> str:
@@ -67,10 +101,24 @@ def _field_line(check_class: type[Check], name: str) -> str:
     kind = _kind(msgspec.inspect.type_info(field.type))
     if field.required:
         return f"`{name}`: {kind}; required"
+    if field.default is msgspec.UNSET:
+        return f"`{name}`: {kind}; optional"
     return f"`{name}`: {kind}; optional, default `{json.dumps(field.default)}`"
 
 
 def _kind(field_type: msgspec.inspect.Type) -> str:
+    if isinstance(field_type, msgspec.inspect.UnionType):
+        kinds = [_kind(t) for t in field_type.types if not isinstance(t, msgspec.inspect.NoneType)]
+        return " or ".join(kinds)
+    if isinstance(field_type, msgspec.inspect.DictType):
+        return "a JSON object" + _between(field_type.min_length, field_type.max_length, "keys")
+    if isinstance(field_type, msgspec.inspect.StructType):
+        fields = ", ".join(f"`{field.name}`" for field in field_type.fields)
+        return f"an object of {fields}"
+    if isinstance(field_type, msgspec.inspect.IntType):
+        return "a whole number" + _range(field_type.ge, field_type.le)
+    if isinstance(field_type, msgspec.inspect.LiteralType):
+        return " or ".join(f"`{value}`" for value in field_type.values)
     if isinstance(field_type, msgspec.inspect.StrType):
         return "text" + _between(field_type.min_length, field_type.max_length, "characters")
     if isinstance(field_type, msgspec.inspect.BoolType):
@@ -86,6 +134,13 @@ def _between(least: int | None, most: int | None, unit: str) -> str:
     if most is None:
         return "" if least is None else f" of at least {least:,} {unit}"
     return f" of {least or 0:,} to {most:,} {unit}"
+
+
+def _range(least: int | None, most: int | None) -> str:
+    """` from 0 to 10,000`; nothing when the field has no bounds."""
+    if least is None and most is None:
+        return ""
+    return f" from {least or 0:,}" + ("" if most is None else f" to {most:,}")
 
 
 def _lowered(summary: str) -> str:

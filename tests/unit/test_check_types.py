@@ -22,6 +22,7 @@ from agentlasso.domain.checks import (
     CHECK_TYPES,
     PRODUCT_NAMES,
     Check,
+    OutputValidJson,
     type_of,
     written_fields,
 )
@@ -109,7 +110,7 @@ def test_the_editor_shows_every_field_of_every_check_type() -> None:
             assert f'name="checks-{index}-{field}"' in html, (type_of(check_class), field)
         # and offers to add one
         assert f'value="add:{type_of(check_class)}"' in html
-    assert CHECK_CLASSES[5].about.summary in html  # output_valid_json has no field to show
+    assert OutputValidJson.about.summary in html  # it has no field to show
 
 
 def test_a_check_type_without_its_form_is_an_error_not_a_blank(

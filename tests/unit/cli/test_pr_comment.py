@@ -263,10 +263,10 @@ def test_an_edited_case_is_marked() -> None:
 
 
 def test_a_check_type_the_client_does_not_know_is_shown_by_its_type() -> None:
-    check = FailedCheck(id="c9", type="output_matches_schema", severity="error", detail="no")
+    check = FailedCheck(id="c9", type="output_is_haiku", severity="error", detail="no")
     case = make_case(1, failed_checks=[check])
     (item,) = new_failure_items(rendered(render_comment(make_summary(new_failures=[case]))))
-    assert "output_matches_schema (error, check c9): no" in item.text()
+    assert "output_is_haiku (error, check c9): no" in item.text()
 
 
 def test_the_other_buckets_are_collapsed_sections_with_their_cases() -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
-from agentlasso.devstack.demo import DEMO_CASES, demo_reply
+from agentlasso.devstack.demo import DEMO_CASES, DEMO_TOOLS, demo_reply
 from agentlasso.domain.checks import CHECK_TYPES
+from agentlasso.domain.declared_tools import declared_tools
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.grading import grade_case, observation_from_wire
 from agentlasso.services.test_cases import prepare_content
@@ -16,7 +17,10 @@ def grade(case_input: str, checks: list[dict[str, object]]) -> tuple[bool, str]:
         msgspec.convert({"input": case_input, "checks": checks}, TestCaseContent)
     )
     reply = demo_reply(case_input)
-    result = grade_case(content, observation_from_wire(reply["output"], reply["tool_calls"]))
+    # As a server-mode run grades it: the bot's declared tools, and the call timed (the bot
+    # answers from a table, well within any budget).
+    observation = observation_from_wire(reply["output"], reply["tool_calls"], latency_ms=20)
+    result = grade_case(content, observation, declared_tools=declared_tools(DEMO_TOOLS))
     return result.pass_fail, result.judge_reasoning
 
 

@@ -1,4 +1,5 @@
-"""tool_called, tool_not_called and tool_order: exact names, arguments never compared."""
+"""tool_called, tool_not_called and tool_order: exact names (arguments are in
+test_grading_tool_arguments)."""
 
 from __future__ import annotations
 

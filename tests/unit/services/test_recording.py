@@ -10,17 +10,17 @@ import pytest
 
 from agentlasso.agents import AgentCallResult
 from agentlasso.domain.case_results import Reported
-from agentlasso.domain.checks import LlmJudge, OutputContains
+from agentlasso.domain.checks import LatencyBelow, LlmJudge, OutputContains
 from agentlasso.domain.test_cases import PinnedCase, TestCaseContent
 from agentlasso.services.ci_results import PostedResult, posted_reply
-from agentlasso.services.recording import Reply, grade
+from agentlasso.services.recording import Reply, RunGrading, grade
 
 RUN = uuid4()
 CONTAINS = OutputContains(id="days", value="3-5 business days")
 JUDGED = LlmJudge(id="tone", criterion="The reply is polite.")
 
 
-def pinned(*checks: OutputContains | LlmJudge) -> PinnedCase:
+def pinned(*checks: OutputContains | LlmJudge | LatencyBelow) -> PinnedCase:
     content = TestCaseContent(input="Where is my refund?", checks=checks)
     return PinnedCase(position=1, test_case_id=uuid4(), revision_id=uuid4(), content=content)
 
@@ -33,11 +33,27 @@ def test_a_posted_reply_is_graded_decoded_and_stored_as_it_came() -> None:
     case = pinned(CONTAINS)
     body = b'{"test_case_id": "x", "actual_output": "Back in 3-5 business days."}'
     posted = msgspec.json.decode(body, type=PostedResult)
-    result, row = grade(RUN, posted_reply(case, posted), False, never)
+    result, row = grade(
+        RunGrading(run_id=RUN, judge_configured=False), posted_reply(case, posted), never
+    )
     assert result.pass_fail and row.pass_fail and row.trial == 1
     assert row.actual_output == msgspec.Raw(b'"Back in 3-5 business days."')
     assert (row.output_reported, row.tool_calls_reported) == (True, False)
     assert row.agent_latency_ms is None and row.agent_attempts is None
+
+
+def test_a_posted_latency_is_graded_and_stored() -> None:
+    case = pinned(LatencyBelow(id="c1", ms=1000))
+    body = b'{"test_case_id": "x", "actual_output": "ok", "latency_ms": 1250}'
+    posted = msgspec.json.decode(body, type=PostedResult)
+    result, row = grade(
+        RunGrading(run_id=RUN, judge_configured=False), posted_reply(case, posted), never
+    )
+    assert (
+        result.check_results[0].detail
+        == "The agent answered in 1,250 ms, over the 1,000 ms allowed."
+    )
+    assert row.agent_latency_ms == 1250 and row.agent_attempts is None
 
 
 def test_an_answered_call_is_graded_with_its_call_record() -> None:
@@ -46,7 +62,9 @@ def test_an_answered_call_is_graded_with_its_call_record() -> None:
         actual_output="No idea.", actual_tool_calls=msgspec.UNSET, error=None, attempts=(),
         latency_ms=42,
     )  # fmt: skip
-    result, row = grade(RUN, Reply.answered(case, 2, call), False, never)
+    result, row = grade(
+        RunGrading(run_id=RUN, judge_configured=False), Reply.answered(case, 2, call), never
+    )
     assert not result.pass_fail and not row.pass_fail
     assert (row.test_case_id, row.trial, row.revision_id) == (
         case.test_case_id,
@@ -65,6 +83,6 @@ def test_judge_checks_wait_only_when_a_judge_is_configured(
         actual_tool_calls=msgspec.UNSET, reported=Reported(actual_output="3-5 business days"),
         agent_error=None,
     )  # fmt: skip
-    _, row = grade(RUN, reply, judge_configured, never)
+    _, row = grade(RunGrading(run_id=RUN, judge_configured=judge_configured), reply, never)
     assert row.judge_pending is pending
     assert row.flags().judge_pending is pending

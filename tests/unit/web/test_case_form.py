@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agentlasso.domain.checks import (
+    CHECK_TYPES,
     PRODUCT_NAMES,
     LlmJudge,
     OutputContains,
@@ -81,7 +82,7 @@ def test_checks_are_added_and_removed_without_touching_the_rest() -> None:
     assert case_form.with_check_added(form, "nonsense") == form
     removed = case_form.with_check_removed(added, 0)
     assert [check.type for check in removed.checks] == ["llm_judge"]
-    assert len(PRODUCT_NAMES) == 7
+    assert len(PRODUCT_NAMES) == len(CHECK_TYPES)  # adding one of no type added no type
 
 
 def test_older_criteria_convert_to_checks_of_their_own() -> None:

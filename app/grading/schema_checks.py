@@ -1,0 +1,116 @@
+"""Checks against JSON Schemas: the reply's shape (output_matches_schema) and the arguments of
+the agent's calls against its declared tools' input schemas (tool_args_valid). Schemas are
+compiled once per process, not per case (schemas.compiled)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+
+from agentlasso.domain.checks import OutputMatchesSchema, ToolArgsValid
+from agentlasso.domain.grades import CheckResult, DeclaredTools, ToolCall
+from agentlasso.domain.tool_arguments import named_tool
+from agentlasso.grading.context import GradingContext
+from agentlasso.grading.excerpts import VALUE_CHARS, shorten
+from agentlasso.grading.json_checks import json_error
+from agentlasso.grading.outcomes import decided, not_graded
+from agentlasso.grading.schemas import SchemaProblem, compile_schema
+
+
+def grade_output_matches_schema(check: OutputMatchesSchema, context: GradingContext) -> CheckResult:
+    """Passes when the trimmed reply is JSON and validates against the schema."""
+    error = json_error(context.reply)
+    if error is not None:
+        detail = f"The reply is not valid JSON: {error}."
+        return decided(check, "output_matches_schema", False, detail)
+    schema = compile_schema(check.schema)
+    if isinstance(schema, SchemaProblem):
+        # Refused at write time; a case stored before a rule tightened is not passed unchecked.
+        detail = f"The schema cannot be used: {schema.detail()}."
+        return not_graded(check.id or "", check.severity, detail, "output_matches_schema")
+    first = schema.first_error(_decoded(context.reply))
+    if first is None:
+        return decided(check, "output_matches_schema", True, "The reply matches the schema.")
+    detail = f"The reply does not match the schema: {first}."
+    return decided(check, "output_matches_schema", False, detail)
+
+
+def _decoded(reply: str) -> Any:
+    """The trimmed reply as JSON (json_error said it parses)."""
+    trimmed = reply.strip()
+    try:
+        return msgspec.json.decode(trimmed)
+    except msgspec.DecodeError:
+        # What only Python's parser takes, such as "\ud800": a lone surrogate becomes "?", one
+        # character for one, as the text checks read it, so the validator can take it.
+        text = json.dumps(json.loads(trimmed), ensure_ascii=False)
+        return msgspec.json.decode(text.encode("utf-8", "replace"))
+
+
+def grade_tool_args_valid(check: ToolArgsValid, context: GradingContext) -> CheckResult:
+    """Passes when every call (of the named tool) has arguments valid against that tool's
+    input_schema among the agent's declared tools; not graded when it declares none."""
+    declared = context.declared_tools
+    if not declared:
+        return _not_graded(check, _NO_TOOLS)
+    only = named_tool(check.tool)
+    if only is not None and only not in declared:
+        why = f"The agent declares no tool named {shorten(only, VALUE_CHARS)}."
+        return _not_graded(check, why)
+    calls = [
+        call for call in context.observation.tool_calls or () if only is None or call.name == only
+    ]
+    for call in calls:
+        problem = _call_problem(call, declared)
+        if isinstance(problem, SchemaProblem):
+            why = f"The input_schema {shorten(call.name, VALUE_CHARS)} declares cannot be used: "
+            return _not_graded(check, why + problem.detail() + ".")
+        if problem is not None:
+            return decided(check, "tool_args_valid", False, problem)
+    if context.observation.unreadable_tool_calls:
+        detail = "Cannot confirm every call had valid arguments." + context.unreadable_note()
+        return decided(check, "tool_args_valid", False, detail)
+    return decided(check, "tool_args_valid", True, _all_valid(len(calls), only))
+
+
+_NO_TOOLS = (
+    "The agent declares no tools with an input_schema (Settings: your agent; in CI mode, the "
+    "run's tools), so their arguments cannot be checked."
+)
+
+
+def _call_problem(call: ToolCall, declared: DeclaredTools) -> str | SchemaProblem | None:
+    """Why this call's arguments are not valid, an unusable schema, or None."""
+    name = shorten(call.name, VALUE_CHARS)
+    if call.name not in declared:
+        return f"{name} was called, but the agent declares no such tool."
+    schema = compile_schema(declared[call.name])
+    if isinstance(schema, SchemaProblem):
+        return schema
+    # No arguments at all is an empty object of them (an OpenAI call may leave them out).
+    arguments = {} if call.arguments is None else call.arguments
+    first = schema.first_error(arguments)
+    return (
+        None if first is None else f"{name} was called with arguments that are not valid: {first}."
+    )
+
+
+def _all_valid(count: int, tool: str | None) -> str:
+    """`All 3 tool calls had valid arguments.`, and the like."""
+    name = None if tool is None else shorten(tool, VALUE_CHARS)
+    one, many = (
+        ("tool call", "tool calls") if name is None else (f"call of {name}", f"calls of {name}")
+    )
+    if count == 0:
+        return f"The agent made no {many}, so none had invalid arguments."
+    return (
+        f"The {one} had valid arguments."
+        if count == 1
+        else f"All {count} {many} had valid arguments."
+    )
+
+
+def _not_graded(check: ToolArgsValid, why: str) -> CheckResult:
+    return not_graded(check.id or "", check.severity, why, "tool_args_valid")

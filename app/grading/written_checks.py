@@ -1,0 +1,48 @@
+"""What makes a written check unusable beyond its shape: a schema that cannot be compiled, a
+matcher that is not one, a `$regex` that does not compile. Refused at write time (a 422
+naming where), so a run never meets them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import msgspec
+
+from agentlasso.domain.checks import Check, OutputMatchesSchema, ToolCalled, ToolOrder
+from agentlasso.domain.tool_arguments import ToolStep, is_matcher, matcher_problems
+from agentlasso.grading.patterns import regex_compile_error
+from agentlasso.grading.schemas import SchemaProblem, compile_schema
+
+
+def written_check_problems(check: Check) -> list[tuple[str, str]]:
+    """(JSON pointer below the check, what is wrong) for each problem of this check."""
+    if isinstance(check, OutputMatchesSchema):
+        schema = compile_schema(check.schema)
+        if isinstance(schema, SchemaProblem):
+            where = f" at {schema.pointer}" if schema.pointer else ""
+            return [
+                (f"/schema{schema.pointer}", f"The schema cannot be used{where}: {schema.reason}.")
+            ]
+        return []
+    if isinstance(check, ToolCalled) and check.arguments is not msgspec.UNSET:
+        return list(_arguments_problems("/arguments", check.arguments))
+    if isinstance(check, ToolOrder):
+        return [
+            problem
+            for index, step in enumerate(check.tools)
+            if isinstance(step, ToolStep)
+            for problem in _arguments_problems(f"/tools/{index}/arguments", step.arguments)
+        ]
+    return []
+
+
+def _arguments_problems(at: str, arguments: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    for pointer, detail in matcher_problems(arguments):
+        yield at + pointer, detail
+    for key, value in arguments.items():
+        pattern = value.get("$regex") if is_matcher(value) else None
+        error = regex_compile_error(pattern) if isinstance(pattern, str) else None
+        if error is not None:
+            escaped = key.replace("~", "~0").replace("/", "~1")
+            yield f"{at}/{escaped}/$regex", f"The regular expression does not compile: {error}."
