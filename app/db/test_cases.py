@@ -250,6 +250,8 @@ def _filter_sql(where: CaseFilter, next_param: int) -> tuple[list[str], list[Any
         conditions.append(f"r.checks @> {param([{'severity': where.severity}])}")
     if where.judged is not None:
         conditions.append(_JUDGED if where.judged else f"NOT {_JUDGED}")
+    if where.tag is not None:
+        conditions.append(f"r.tags @> {param([where.tag])}::text[]")
     if where.failed_in_run is not None:
         conditions.append(
             "EXISTS (SELECT 1 FROM case_results cr WHERE cr.run_id = "

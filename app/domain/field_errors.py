@@ -46,5 +46,7 @@ def friendlier(detail: str, pointer: str) -> str:
     if pointer.endswith("/type") and "/checks/" in pointer and detail.startswith("Invalid value"):
         return f"{detail}: unknown check type; expected one of {', '.join(CHECK_TYPES)}."
     if _TAG_POINTER.search(pointer) and detail.startswith("Expected `"):
+        if "matching regex" in detail:
+            detail = "A tag may not hold whitespace, a comma or a control character"
         return f"{detail}. {TAG_RULE}"
     return detail

@@ -58,6 +58,8 @@ class CaseFilter(msgspec.Struct, frozen=True, kw_only=True):
     judged: bool | None = None
     # Cases that failed in the dataset's newest run (that run's id, found by the service).
     failed_in_run: UUID | None = None
+    # Cases with this tag (compared exactly).
+    tag: str | None = None
 
 
 class Revision(msgspec.Struct, frozen=True, kw_only=True):

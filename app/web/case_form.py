@@ -34,7 +34,9 @@ __all__ = ["FIELD_READERS", "CaseForm", "CheckForm"]
 
 # A check's fields, each shown by the form field of the same name.
 _CHECK_FIELDS = frozenset(COMMON_FIELDS).union(*WRITTEN_FIELDS.values())
-_CASE_FIELDS = ("input", "description", "expected_output", "evaluation_type", "min_confidence")
+_CASE_FIELDS = (
+    "input", "description", "tags", "expected_output", "evaluation_type", "min_confidence",
+)  # fmt: skip
 
 
 class CaseForm(msgspec.Struct, kw_only=True):
@@ -44,6 +46,8 @@ class CaseForm(msgspec.Struct, kw_only=True):
     # "text": the input is sent as typed; "json": it is a JSON object.
     input_format: str = "text"
     description: str = ""
+    # The tags, comma-separated (a tag holds no comma or whitespace).
+    tags: str = ""
     expected_output: str = ""
     evaluation_type: str = "SCORE"
     min_confidence: str = "70"
@@ -64,6 +68,7 @@ def from_content(content: TestCaseContent) -> CaseForm:
         input=json.dumps(content.input, indent=2) if is_json else str(content.input or ""),
         input_format="json" if is_json else "text",
         description=content.description or "",
+        tags=", ".join(content.tags),
         expected_output=content.expected_output or "",
         evaluation_type=content.evaluation_type,
         min_confidence=str(content.min_confidence),
@@ -86,6 +91,7 @@ def from_form_data(data: Mapping[str, Any]) -> CaseForm:
         input=text["input"],
         input_format="json" if text["input_format"] == "json" else "text",
         description=text["description"],
+        tags=text["tags"],
         expected_output=text["expected_output"],
         evaluation_type=text["evaluation_type"] or "SCORE",
         min_confidence=text["min_confidence"],
@@ -107,6 +113,7 @@ def to_content(form: CaseForm) -> tuple[TestCaseContent | None, dict[str, str]]:
     payload: dict[str, Any] = {
         "input": None if form.conversation is not None else _input(form, errors),
         "description": form.description.strip() or None,
+        "tags": typed_tags(form.tags),
         "expected_output": form.expected_output.strip() or None,
         "evaluation_type": form.evaluation_type,
         "min_confidence": _whole_number(form.min_confidence, "min_confidence", errors),
@@ -125,6 +132,11 @@ def to_content(form: CaseForm) -> tuple[TestCaseContent | None, dict[str, str]]:
         error = field_error_from_msgspec(exc)
         return None, {field_of(error.pointer): in_words(error.detail)}
     return written.content(), {}
+
+
+def typed_tags(typed: str) -> list[str]:
+    """Tags typed comma-separated: each trimmed, blanks dropped (the rest checked as written)."""
+    return [tag for tag in (part.strip() for part in typed.split(",")) if tag]
 
 
 def _input(form: CaseForm, errors: dict[str, str]) -> Any:

@@ -37,6 +37,7 @@ from agentlasso.web.sign_in import SignInPages, sign_out
 from agentlasso.web.static_files import cached_when_current
 from agentlasso.web.studio import StudioPages
 from agentlasso.web.trace_pages import TracePages
+from agentlasso.web.version_pages import VersionPages
 
 log = logging.getLogger("agentlasso.web")
 # The multipart framing and the form's other fields around an uploaded file.
@@ -57,6 +58,7 @@ def web_routers(settings: Settings) -> list[Router]:
         path="/",
         route_handlers=[
             StudioPages,
+            VersionPages,
             CaseEditorPages,
             SettingsPages,
             RunPages,

@@ -4,23 +4,27 @@ and Run again on a finished run. Each opens the new run's page, which shows it l
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
 
+import msgspec
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath
 
 from agentlasso.domain.agents import Agent
-from agentlasso.domain.datasets import Dataset
+from agentlasso.domain.datasets import Dataset, DatasetVersion
 from agentlasso.domain.runs import RunGate
+from agentlasso.domain.test_cases import MAX_TAGS, Tag
 from agentlasso.errors import Conflict, InvalidInput, NotFound, TooManyRequests
 from agentlasso.http.auth import PlatformDep
 from agentlasso.http.pagination import parse_id
 from agentlasso.services import agents as agent_service
+from agentlasso.services import dataset_versions as version_service
 from agentlasso.services import rerun as rerun_service
 from agentlasso.services.start_run import NewRun, start_run
+from agentlasso.web.case_form import typed_tags
 from agentlasso.web.compare_pages import baseline_choices
-from agentlasso.web.forms import by_field, optional_text, text
+from agentlasso.web.forms import by_field, checked, optional_text, text
 from agentlasso.web.objects import dataset_named
 from agentlasso.web.once import new_form_id
 from agentlasso.web.rendering import page, redirect
@@ -36,6 +40,14 @@ GATE_CHOICES: list[tuple[RunGate, str]] = [
 ]
 _GATES: dict[str, RunGate] = {gate: gate for gate, _ in GATE_CHOICES}
 AUTOMATIC_BASELINE = "Automatic: newest completed run whose gate passed"
+VERSIONS_LISTED = 200
+_CURRENT_CASES = ("", "None: the cases as they are now")
+
+
+class _RunTags(msgspec.Struct):
+    """The tags a run is limited to, as the API takes them."""
+
+    tags: Annotated[list[Tag], msgspec.Meta(max_length=MAX_TAGS)]
 
 
 class RunStartPages(Controller):
@@ -45,11 +57,15 @@ class RunStartPages(Controller):
     async def form(
         self, request: Request[Any, Any, Any], platform: PlatformDep, dataset_id: FromPath[str]
     ) -> Response[Any]:
-        """The form: which agent, how many trials, how many calls at once, and the gate."""
+        """The form: which agent, which cases (a version, tags), how many trials, how many
+        calls at once, and the gate. `?version=` and `?tags=` choose the cases beforehand."""
         dataset = await dataset_named(request, platform, dataset_id)
         agents, default = await _agents(platform, session_of(request).project_id)
+        query = request.query_params
         values = {"agent": str(default.id) if default else "", "trials": "1",
-                  "threshold": "100", "gate": "threshold"}  # fmt: skip
+                  "threshold": "100", "gate": "threshold",
+                  "dataset_version": str(query.get("version") or ""),
+                  "tags": str(query.get("tags") or "")}  # fmt: skip
         return await _form_page(request, platform, dataset, agents, values, {}, new_form_id())
 
     @post("/datasets/{dataset_id:str}/run", name="run_dataset")
@@ -94,7 +110,10 @@ class RunStartPages(Controller):
         return redirect(request, f"/runs/{run.id}")
 
 
-_FIELDS = ("agent", "trials", "concurrency", "threshold", "gate", "baseline_run_id", "labels")
+_FIELDS = (
+    "agent", "dataset_version", "tags", "trials", "concurrency", "threshold", "gate",
+    "baseline_run_id", "labels",
+)  # fmt: skip
 
 
 def _refused(exc: InvalidInput | NotFound | TooManyRequests) -> dict[str, str]:
@@ -126,12 +145,21 @@ async def _form_page(
 ) -> Response[Any]:
     project_id = session_of(request).project_id
     baselines = await baseline_choices(platform, project_id, dataset.id, AUTOMATIC_BASELINE)
+    versions = await version_service.list_versions(
+        platform, project_id, dataset.id, None, VERSIONS_LISTED
+    )
     return page(
         request, "run_start.html", status_code=422 if errors else 200, dataset=dataset,
         agents=[(str(agent.id), agent.name) for agent in agents], values=values,
         errors=errors, form_id=form_id, max_trials=MAX_TRIALS, gates=GATE_CHOICES,
-        baselines=baselines,
+        baselines=baselines, versions=[_CURRENT_CASES, *map(_version_choice, versions)],
     )  # fmt: skip
+
+
+def _version_choice(version: DatasetVersion) -> tuple[str, str]:
+    frozen = version.created_at.strftime("%Y-%m-%d %H:%M UTC")
+    cases = f"{version.case_count:,} case{'' if version.case_count == 1 else 's'}"
+    return str(version.id), f"{version.name} ({cases}, frozen {frozen})"
 
 
 def _new_run(
@@ -147,12 +175,20 @@ def _new_run(
     if gate is None:
         errors["gate"] = "Choose one of the gates."
     baseline_id = _baseline_id(optional_text(form, "baseline_run_id"), errors)
+    tags = _tags(text(form, "tags"), errors)
     if errors or agent_id is None or gate is None:
         return None
     return NewRun(
         dataset_id=dataset_id, agent_id=agent_id, trials=trials or 1, concurrency=concurrency,
         pass_threshold=threshold, labels=labels or None, gate=gate, baseline_run_id=baseline_id,
+        tags=tags, dataset_version=optional_text(form, "dataset_version"),
     )  # fmt: skip
+
+
+def _tags(typed: str, errors: dict[str, str]) -> tuple[str, ...] | None:
+    """The tags typed comma-separated, read by the API's rules; None: every case."""
+    written = checked({"tags": typed_tags(typed)}, _RunTags, errors)
+    return tuple(dict.fromkeys(written.tags)) if written and written.tags else None
 
 
 def _agent_id(raw: str | None, default: Agent | None, errors: dict[str, str]) -> UUID | None:

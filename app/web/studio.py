@@ -15,12 +15,13 @@ from litestar.response import Stream
 from agentlasso.domain.checks import CHECK_TYPES, PRODUCT_NAMES, Severity, type_of
 from agentlasso.domain.conversations import Conversation
 from agentlasso.domain.datasets import Dataset
-from agentlasso.domain.test_cases import TestCase
+from agentlasso.domain.test_cases import MAX_TAG_CHARS, TestCase
 from agentlasso.domain.web import CaseFilter
 from agentlasso.errors import Conflict, InvalidInput
 from agentlasso.http.auth import PlatformDep
 from agentlasso.http.pagination import decode_cursor, next_cursor
 from agentlasso.schemas.datasets import DatasetCreate
+from agentlasso.services import dataset_versions as version_service
 from agentlasso.services import datasets as dataset_service
 from agentlasso.services import test_cases as case_service
 from agentlasso.services import transfer
@@ -38,6 +39,8 @@ from agentlasso.web.rendering import download_disposition, page, redirect
 from agentlasso.web.sessions import session_of
 
 PAGE_SIZE = 50
+# The newest versions the dataset page lists (the Start a run form offers more).
+VERSIONS_SHOWN = 20
 # What the dataset page's filters offer, by the names people know.
 CHECK_TYPE_CHOICES = [("", "Any check type"), *PRODUCT_NAMES.items()]
 SEVERITY_CHOICES = [("", "Any severity"), ("critical", "Critical"), ("minor", "Minor")]
@@ -114,7 +117,7 @@ class StudioPages(Controller):
     ) -> Response[Any]:
         """A dataset's cases, searched and filtered, a page at a time; and its settings."""
         dataset = await dataset_named(request, platform, dataset_id)
-        return await _dataset_page(request, platform, dataset, cursor, {}, {})
+        return await dataset_page(request, platform, dataset, cursor, {}, {})
 
     @post("/datasets/{dataset_id:str}", name="update_dataset")
     async def update_dataset(
@@ -133,7 +136,7 @@ class StudioPages(Controller):
             except InvalidInput as exc:
                 errors = by_field(exc.errors)
         if errors:
-            return await _dataset_page(request, platform, dataset, None, form, errors, 422)
+            return await dataset_page(request, platform, dataset, None, form, errors, 422)
         return redirect(request, f"/datasets/{dataset.id}?saved=1")
 
     @get("/datasets/{dataset_id:str}/delete", name="confirm_delete_dataset")
@@ -210,7 +213,7 @@ def _dataset_form(
     )
 
 
-async def _dataset_page(
+async def dataset_page(
     request: Request[Any, Any, Any],
     platform: PlatformDep,
     dataset: Dataset,
@@ -218,7 +221,10 @@ async def _dataset_page(
     form: Mapping[str, Any],
     errors: dict[str, str],
     status_code: int = 200,
+    version_name: str = "",
 ) -> Response[Any]:
+    """The dataset page; `form` and `errors` are the settings form's as posted, or the freeze
+    form's errors with the `version_name` typed."""
     query = request.query_params
     last_run = await dataset_service.last_run(platform, dataset)
     where, chosen = _filter(query, last_run.id if last_run else None)
@@ -237,12 +243,19 @@ async def _dataset_page(
         if form
         else _dataset_values(dataset)
     )
+    versions = await version_service.list_versions(
+        platform, session_of(request).project_id, dataset.id, None, VERSIONS_SHOWN + 1
+    )
     return page(
         request,
         "dataset.html",
         status_code=status_code,
         dataset=dataset,
         last_run=last_run,
+        versions=versions[:VERSIONS_SHOWN],
+        more_versions=len(versions) > VERSIONS_SHOWN,
+        version_name=version_name,
+        form_id=new_form_id(),
         cases=[_row(case, outcomes.get(case.id)) for case in cases],
         next_cursor=more,
         filters=chosen,
@@ -253,6 +266,7 @@ async def _dataset_page(
         # Shown as "Imported N test cases": a number, or nothing (never text from a link).
         imported=imported if (imported := query.get("imported", "")).isdigit() else None,
         saved=query.get("saved"),
+        frozen=query.get("frozen"),
     )
 
 
@@ -260,7 +274,7 @@ def _filter(
     query: Mapping[str, Any], last_run_id: UUID | None
 ) -> tuple[CaseFilter, dict[str, str]]:
     """The filter the page's query asks for, and the choices to show as made."""
-    names = ("q", "check_type", "severity", "judged", "last_run")
+    names = ("q", "tag", "check_type", "severity", "judged", "last_run")
     chosen = {name: str(query.get(name) or "") for name in names}
     check_type = chosen["check_type"] if chosen["check_type"] in CHECK_TYPES else None
     severities: dict[str, Severity] = {"critical": "critical", "minor": "minor"}
@@ -273,6 +287,7 @@ def _filter(
         severity=severity,
         judged=judged,
         failed_in_run=failed_in,
+        tag=chosen["tag"].strip()[:MAX_TAG_CHARS] or None,
     )
     return where, chosen
 
@@ -316,4 +331,5 @@ def _row(case: TestCase, outcome: str | None) -> dict[str, Any]:
         "judged": any(type_of(type(check)) == "llm_judge" for check in checks)
         or content.expected_output is not None,
         "outcome": outcome,
+        "tags": content.tags,
     }
