@@ -243,19 +243,14 @@ async def dataset_page(
         if form
         else _dataset_values(dataset)
     )
-    versions = await version_service.list_versions(
-        platform, session_of(request).project_id, dataset.id, None, VERSIONS_SHOWN + 1
-    )
     return page(
         request,
         "dataset.html",
         status_code=status_code,
         dataset=dataset,
         last_run=last_run,
-        versions=versions[:VERSIONS_SHOWN],
-        more_versions=len(versions) > VERSIONS_SHOWN,
+        **await _versions(request, platform, dataset),
         version_name=version_name,
-        form_id=new_form_id(),
         cases=[_row(case, outcomes.get(case.id)) for case in cases],
         next_cursor=more,
         filters=chosen,
@@ -268,6 +263,20 @@ async def dataset_page(
         saved=query.get("saved"),
         frozen=query.get("frozen"),
     )
+
+
+async def _versions(
+    request: Request[Any, Any, Any], platform: PlatformDep, dataset: Dataset
+) -> dict[str, Any]:
+    """The newest versions the page lists, and the id its freeze form carries."""
+    versions = await version_service.list_versions(
+        platform, session_of(request).project_id, dataset.id, None, VERSIONS_SHOWN + 1
+    )
+    return {
+        "versions": versions[:VERSIONS_SHOWN],
+        "more_versions": len(versions) > VERSIONS_SHOWN,
+        "form_id": new_form_id(),
+    }
 
 
 def _filter(
