@@ -16,7 +16,7 @@ from agentlasso.grading.context import GradingContext
 from agentlasso.grading.excerpts import VALUE_CHARS, shorten
 from agentlasso.grading.json_checks import json_error
 from agentlasso.grading.outcomes import decided, not_graded
-from agentlasso.grading.schemas import SchemaProblem, compile_schema
+from agentlasso.grading.schemas import CompiledSchema, SchemaProblem, compile_schema
 
 
 def grade_output_matches_schema(check: OutputMatchesSchema, context: GradingContext) -> CheckResult:
@@ -83,18 +83,39 @@ _NO_TOOLS = (
 
 def _call_problem(call: ToolCall, declared: DeclaredTools) -> str | SchemaProblem | None:
     """Why this call's arguments are not valid, an unusable schema, or None."""
-    name = shorten(call.name, VALUE_CHARS)
     if call.name not in declared:
-        return f"{name} was called, but the agent declares no such tool."
-    schema = compile_schema(declared[call.name])
+        return f"{shorten(call.name, VALUE_CHARS)} was called, but the agent declares no such tool."
+    schema = _tool_schema(declared, call.name)
     if isinstance(schema, SchemaProblem):
         return schema
     # No arguments at all is an empty object of them (an OpenAI call may leave them out).
-    arguments = {} if call.arguments is None else call.arguments
-    first = schema.first_error(arguments)
+    first = schema.first_error({} if call.arguments is None else call.arguments)
+    if first is None:
+        return None
     return (
-        None if first is None else f"{name} was called with arguments that are not valid: {first}."
+        f"{shorten(call.name, VALUE_CHARS)} was called with arguments that are not valid: {first}."
     )
+
+
+# A run's declared tools are one dict for all its cases: their schemas compiled once per run,
+# held by the dict's identity (the entry keeps the dict alive, so an id is never reused while
+# it is here). Bounded: a worker grades a few runs at a time.
+_RUN_TOOLS: dict[int, tuple[DeclaredTools, dict[str, CompiledSchema | SchemaProblem]]] = {}
+_RUNS_HELD = 32
+
+
+def _tool_schema(declared: DeclaredTools, tool: str) -> CompiledSchema | SchemaProblem:
+    """The compiled input schema of one declared tool."""
+    entry = _RUN_TOOLS.get(id(declared))
+    if entry is None or entry[0] is not declared:
+        if len(_RUN_TOOLS) >= _RUNS_HELD:
+            _RUN_TOOLS.clear()
+        entry = _RUN_TOOLS[id(declared)] = (declared, {})
+    schemas = entry[1]
+    schema = schemas.get(tool)
+    if schema is None:
+        schema = schemas[tool] = compile_schema(declared[tool])
+    return schema
 
 
 def _all_valid(count: int, tool: str | None) -> str:

@@ -55,6 +55,7 @@ _DIALECTS = frozenset(
 )
 _REGEX = jsonschema_rs.RegexOptions(size_limit=PATTERN_BYTES, dfa_size_limit=4 * PATTERN_BYTES)
 _CANONICAL = msgspec.json.Encoder(order="sorted")
+_GUARD = msgspec.json.Encoder()
 _DECODER = msgspec.json.Decoder()
 _CONTAINERS = (dict, list, tuple)
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -83,8 +84,16 @@ class CompiledSchema:
 
     def first_error(self, instance: object) -> str | None:
         """None when the value is valid, else `$.items[2].price: -3 is less than the minimum 0`."""
-        if _deeper_than(instance, MAX_DEPTH):
-            return f"$: the value is nested more than {MAX_DEPTH} levels deep, too deep to validate"
+        try:
+            # The validator recurses natively and crashes the process past about 20,000
+            # levels. Encoding recurses too, in C, and stops near 1,000 with RecursionError:
+            # a depth guard at a microsecond for a typical value, where walking it in Python
+            # cost five. (Values decoded from JSON are already below that depth.)
+            _GUARD.encode(instance)
+        except RecursionError:
+            return "$: the value is nested too deeply to validate"
+        except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
+            return f"$: the value cannot be validated: {shorten(str(exc), 120)}"
         try:
             # validate() stops at the first error; iter_errors() collects every one before
             # yielding any (16 s for a million, measured), so no list of errors is offered.
@@ -104,10 +113,12 @@ def compile_schema(schema: object) -> CompiledSchema | SchemaProblem:
     """The schema compiled (from the cache when seen before), or why it cannot be used."""
     if not isinstance(schema, dict | bool):
         return SchemaProblem("", f"a schema is a JSON object or a boolean, not {excerpt(schema)}")
-    if _deeper_than(schema, MAX_DEPTH):
-        return _too_deep()
     try:
+        # Only a schema not seen before is walked for its depth (in _compile): a cache hit
+        # costs one encoding, and one too deep to encode is refused here.
         text = _CANONICAL.encode(schema)
+    except RecursionError:
+        return _too_deep()
     except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
         return SchemaProblem("", f"the schema is not JSON: {shorten(str(exc), 120)}")
     return compiled(text.decode("utf-8"))
