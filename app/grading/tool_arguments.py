@@ -45,10 +45,10 @@ def compare(arguments: object, expected: Mapping[str, Any], how: ArgumentsMatch)
         elif first is None:
             first = words
     present = sum(key in arguments for key in expected)
-    if first is None and how == "exact":
-        extra = next((key for key in arguments if key not in expected), None)
-        if extra is not None:
-            first = f"{_key(extra)} {_shown(arguments[extra])}, which the check does not list"
+    if first is None:
+        # Every listed key holds: what failed is a key an exact match does not allow.
+        extra = next(key for key in arguments if key not in expected)
+        first = f"{_key(extra)} {_shown(arguments[extra])}, which the check does not list"
     return Difference((matched, present), first)
 
 

@@ -11,7 +11,7 @@ from agentlasso.domain.checks import Check, OutputMatchesSchema, ToolArgsValid
 from agentlasso.domain.declared_tools import declared_tools
 from agentlasso.domain.grades import CheckResult, DeclaredTools
 from agentlasso.domain.test_cases import TestCaseContent
-from agentlasso.grading import grade_case, observation_from_wire
+from agentlasso.grading import grade_case, observation_from_wire, schema_checks
 from agentlasso.grading.written_checks import written_check_problems
 
 ORDER = {
@@ -271,3 +271,12 @@ def test_schemas_over_64_kib_are_refused_at_write_time() -> None:
     ((pointer, detail),) = written_check_problems(OutputMatchesSchema(schema=huge))
     assert pointer == "/schema"
     assert "65,536" in detail
+
+
+def test_each_runs_tools_are_compiled_once_and_the_memory_of_them_stays_bounded() -> None:
+    schema = {"type": "object", "required": ["n"]}
+    runs = [declared_tools([{"name": "t", "input_schema": dict(schema)}]) for _ in range(40)]
+    for tools in runs * 2:
+        result = grade_one(ToolArgsValid(), calls=calls(("t", {})), tools=tools)
+        assert result.detail.endswith('the required property "n" is missing.')
+    assert len(schema_checks._RUN_TOOLS) <= schema_checks._RUNS_HELD
