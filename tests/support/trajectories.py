@@ -26,7 +26,7 @@ Message = dict[str, Any]
 TOOLS = ("search", "lookup", "refund")
 KEYS = ("id", "q", "n", "opts")
 # Small values, chosen so that Python's == and JSON equality meet: 1 and 1.0 (equal in both),
-# true and 1 (equal to Python only), nested objects, strings.
+# true and 1 (equal to Python only), nested objects and lists, strings.
 VALUES: tuple[Any, ...] = (
     1,
     2,
@@ -39,6 +39,8 @@ VALUES: tuple[Any, ...] = (
     {"x": 1},
     {"x": True},
     {"x": 1, "y": "a"},
+    [1, "a"],
+    [True],
 )
 
 
@@ -110,7 +112,7 @@ def _at(rng: random.Random, trajectory: Trajectory) -> int:
 
 
 def _replaced(trajectory: Trajectory, index: int, call: Call) -> Trajectory:
-    return trajectory[:index] + (call,) + trajectory[index + 1 :]
+    return (*trajectory[:index], call, *trajectory[index + 1 :])
 
 
 def _shuffled(rng: random.Random, trajectory: Trajectory) -> Trajectory:
@@ -135,7 +137,7 @@ def _repeated(rng: random.Random, trajectory: Trajectory) -> Trajectory:
 
 def _added(rng: random.Random, trajectory: Trajectory) -> Trajectory:
     index = rng.randint(0, len(trajectory))
-    return trajectory[:index] + (_call(rng),) + trajectory[index:]
+    return (*trajectory[:index], _call(rng), *trajectory[index:])
 
 
 def _renamed(rng: random.Random, trajectory: Trajectory) -> Trajectory:
@@ -172,6 +174,8 @@ def _renumbered(rng: random.Random, trajectory: Trajectory) -> Trajectory:
 def _renumber(rng: random.Random, value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _renumber(rng, item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_renumber(rng, item) for item in value]
     others = {1: (1.0, True), 0: (False, 0.0)}
     for number, spellings in others.items():
         if value == number and not isinstance(value, str):

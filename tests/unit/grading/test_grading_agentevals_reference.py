@@ -92,19 +92,19 @@ def subset_checks(reference: Trajectory, args_mode: str) -> list[CheckSpec]:
 
 # agentevals' own matchers (trajectory/utils.py), with Python's ==, to find the pairs where
 # one actual call could answer two reference calls.
-Fits = Callable[[Arguments, Arguments], bool]
+Fits = Callable[[str, Arguments, Arguments], bool]  # (tool, reference's, call's arguments)
 FITS: dict[str, Fits] = {
-    "exact": lambda reference, actual: actual == reference,
-    "superset": lambda reference, actual: all(
+    "exact": lambda tool, reference, actual: actual == reference,
+    "superset": lambda tool, reference, actual: all(
         key in actual and actual[key] == value for key, value in reference.items()
     ),
-    "ignore": lambda reference, actual: True,
+    "ignore": lambda tool, reference, actual: True,
 }
 
 
 def boolean_for_number(reference: Trajectory, actual: Trajectory, fits: Fits) -> bool:
     """Whether calls of one tool hold, under one key, values Python finds equal where one is
-    a boolean and the other a number (true and 1, at any depth)."""
+    a boolean and the other a number (true and 1, at any depth), whatever fits."""
     return any(
         ref_name == name and any(_bool_for_number(ref[k], args[k]) for k in ref.keys() & args)
         for ref_name, ref in reference
@@ -117,6 +117,8 @@ def _bool_for_number(left: Any, right: Any) -> bool:
         return False
     if isinstance(left, dict) and isinstance(right, dict):
         return any(_bool_for_number(left[key], right[key]) for key in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return any(map(_bool_for_number, left, right))
     return isinstance(left, bool) != isinstance(right, bool)
 
 
@@ -124,7 +126,7 @@ def one_call_fits_two(reference: Trajectory, actual: Trajectory, fits: Fits) -> 
     """Whether one actual call fits two reference calls (otherwise any pairing is one-to-one,
     and agentevals' first-fit pairing finds one whenever a check per call passes)."""
     return any(
-        sum(ref_name == name and fits(ref, args) for ref_name, ref in reference) > 1
+        sum(ref_name == name and fits(name, ref, args) for ref_name, ref in reference) > 1
         for name, args in actual
     )
 
@@ -174,8 +176,11 @@ NO_EQUIVALENT = {
 
 
 def test_every_agentevals_mode_is_mapped_or_explained() -> None:
-    modes = {(m, a) for m in ("strict", "unordered", "subset", "superset") for a in FITS}
-    modes |= {(m, "subset") for m in ("strict", "unordered", "subset", "superset")}
+    modes = {
+        (mode, args_mode)
+        for mode in ("strict", "unordered", "subset", "superset")
+        for args_mode in ("exact", "ignore", "subset", "superset")
+    }
     assert CORRESPONDENCE.keys() | NO_EQUIVALENT.keys() == modes
     assert not CORRESPONDENCE.keys() & NO_EQUIVALENT.keys()
     assert set(NO_EQUIVALENT.values()) <= DIFFERENCES.keys()
@@ -326,4 +331,150 @@ DIFFERENCES: dict[str, Difference] = {
         strict_checks(ONE_REFUND, "ignore"),
         agentevals=False,
     ),
+    "regex-matcher": Difference(
+        "Our $regex (RE2, case-insensitive) has no agentevals mode; there it takes a callable "
+        "override, code the test case cannot carry.",
+        "superset",
+        "superset",
+        messages([("search", {"q": "order 42"})]),
+        messages([("search", {"q": "Order #42"})]),
+        [{"type": "tool_called", "tool": "search", "arguments": {"q": {"$regex": "order.*42"}}}],
+        agentevals=False,
+    ),
+    "bounds-matcher": Difference(
+        "Our $gte and $lte (and $any) have no agentevals mode either: a callable override.",
+        "superset",
+        "superset",
+        messages([("refund", {"n": 42})]),
+        messages([("refund", {"n": 40})]),
+        [{"type": "tool_called", "tool": "refund", "arguments": {"n": {"$gte": 1, "$lte": 50}}}],
+        agentevals=False,
+    ),
+    "nested-key-path": Difference(
+        "An agentevals field list may name a nested key (`opts.x`); we compare a listed "
+        "key's value whole, so a nested value is listed whole.",
+        "superset",
+        "exact",
+        messages([("search", {"opts": {"x": 1, "y": "a"}})]),
+        messages([("search", {"opts": {"x": 1, "y": "b"}})]),
+        [{"type": "tool_called", "tool": "search", "arguments": {"opts": {"x": 1}}}],
+        agentevals=True,
+        overrides={"search": ["opts.x"]},
+    ),
+    "missing-reads-as-null": Difference(
+        "An agentevals field list reads a missing key as null; we require a listed key.",
+        "superset",
+        "exact",
+        messages([("refund", {"id": 7, "n": None})]),
+        messages([("refund", {"id": 7})]),
+        [{"type": "tool_called", "tool": "refund", "arguments": {"id": 7, "n": None}}],
+        agentevals=True,
+        overrides={"refund": ["id", "n"]},
+    ),
+    "empty-field-list": Difference(
+        "An empty agentevals field list is no override (the arguments mode applies); a check "
+        "that lists no arguments compares none.",
+        "superset",
+        "exact",
+        messages([("refund", {"id": 7})]),
+        messages([("refund", {"id": 8})]),
+        [{"type": "tool_called", "tool": "refund"}],
+        agentevals=False,
+        overrides={"refund": []},
+    ),
 }
+
+
+@pytest.mark.parametrize("name", list(DIFFERENCES))
+def test_the_listed_differences_occur(name: str) -> None:
+    case = DIFFERENCES[name]
+    theirs = agentevals_verdict(
+        case.mode, case.args_mode, case.reference, case.actual, case.overrides
+    )
+    assert (theirs, our_verdict(case.checks, case.actual)) == (case.agentevals, not theirs)
+
+
+def test_the_docs_list_every_difference() -> None:
+    _, differences = DOCS.read_text(encoding="utf-8").split("## Where they differ")
+    listed = set(re.findall(r"^\| `([a-z0-9-]+)` \|", differences, re.M))
+    assert listed == DIFFERENCES.keys()
+
+
+def _field_list(reference: Trajectory) -> tuple[str, list[str]] | None:
+    """The first reference call's tool and some keys every reference call of it has (one
+    left out when there are several), or None when they share none."""
+    tool = reference[0][0]
+    shared = set.intersection(*(set(args) for name, args in reference if name == tool))
+    keys = sorted(shared)[: max(1, len(shared) - 1)]
+    return (tool, keys) if keys else None
+
+
+def _listed(reference: Trajectory, tool: str, keys: list[str]) -> Trajectory:
+    """The reference with that tool's calls' arguments cut to the listed keys."""
+    return tuple(
+        (name, {k: args[k] for k in keys} if name == tool else args) for name, args in reference
+    )
+
+
+def _overridden_checks(
+    mode: str, reference: Trajectory, tool: str, keys: list[str]
+) -> list[CheckSpec]:
+    listed = _listed(reference, tool, keys)
+    if mode == "strict":
+        return strict_checks(listed, "superset")  # the arguments mode is superset: ours subset
+    return [
+        _tool_called(name, args, "superset" if name == tool else "exact") for name, args in listed
+    ]
+
+
+def _field_fits(tool: str, keys: list[str], args_mode: str) -> Fits:
+    """agentevals' matching with a field list for one tool: those keys equal, missing as null."""
+
+    def fits(name: str, reference: Arguments, actual: Arguments) -> bool:
+        if name == tool:
+            return all(actual.get(key) == reference.get(key) for key in keys)
+        return FITS[args_mode](name, reference, actual)
+
+    return fits
+
+
+@pytest.mark.parametrize(("mode", "args_mode"), [("superset", "exact"), ("strict", "superset")])
+def test_a_field_list_override_agrees_with_a_check_listing_those_keys(
+    mode: str, args_mode: str
+) -> None:
+    compared, apart = Counter[bool](), CORRESPONDENCE[mode, args_mode].apart
+    for reference, actual in PAIRS:
+        if (fields := _field_list(reference)) is None:
+            continue
+        tool, keys = fields
+        fits = _field_fits(tool, keys, args_mode)
+        if any(CONDITIONS[name][0](reference, actual, fits) for name in apart):
+            continue
+        theirs = agentevals_verdict(
+            mode, args_mode, messages(reference), messages(actual), {tool: keys}
+        )
+        checks = _overridden_checks(mode, reference, tool, keys)
+        assert our_verdict(checks, messages(actual)) == theirs, (reference, actual, keys)
+        compared[theirs] += 1
+    assert compared[True] >= 25 and compared[False] >= 25, compared
+
+
+def test_a_callable_override_stands_where_we_have_a_matcher() -> None:
+    case = DIFFERENCES["regex-matcher"]
+    pattern = re.compile("order.*42", re.IGNORECASE)
+
+    def matcher(actual: Arguments, reference: Arguments) -> bool:
+        return bool(pattern.search(str(actual.get("q", ""))))
+
+    overrides = {"search": matcher}
+    theirs = agentevals_verdict(case.mode, case.args_mode, case.reference, case.actual, overrides)
+    assert theirs is our_verdict(case.checks, case.actual) is True
+
+
+def test_agentevals_subset_mode_reads_its_arguments_modes_the_other_way() -> None:
+    """Subset mode hands agentevals' matcher the reference's arguments first, so its "superset"
+    arguments there mean the call's within the reference's (the docs say so)."""
+    wider, narrower = messages(REFUND_AND_MORE), messages(ONE_REFUND)
+    assert agentevals_verdict("subset", "superset", reference=wider, actual=narrower) is True
+    assert agentevals_verdict("subset", "superset", reference=narrower, actual=wider) is False
+    assert agentevals_verdict("superset", "superset", reference=narrower, actual=wider) is True
