@@ -127,6 +127,7 @@ CREATE TABLE case_results (
     ended_by text,
     conversation_attempt integer,
     simulated_usage jsonb,
+    not_played_reason text,
     CONSTRAINT case_results_ended_by_check CHECK ((ended_by = ANY (ARRAY['script'::text, 'agent'::text, 'simulated_user'::text, 'max_turns'::text, 'error'::text]))),
     CONSTRAINT case_results_outcome_check CHECK ((outcome = ANY (ARRAY['passed'::text, 'failed'::text, 'not_graded'::text]))),
     CONSTRAINT case_results_pkey PRIMARY KEY (run_id, test_case_id, trial),

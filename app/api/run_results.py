@@ -97,6 +97,9 @@ def stored_result_out(stored: DomainStoredResult, trials: TrialSummary | None) -
         conversation_attempt=(
             msgspec.UNSET if stored.conversation_attempt is None else stored.conversation_attempt
         ),
+        not_played_reason=(
+            msgspec.UNSET if stored.not_played_reason is None else stored.not_played_reason
+        ),
     )
 
 

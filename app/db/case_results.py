@@ -49,7 +49,8 @@ INSERT INTO case_results ({", ".join(RESULT_COLUMNS)})
 SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::uuid[], $5::text[], $6::bool[],
     $7::bool[], $8::bool[], $9::bool[], $10::float8[], $11::bool[], $12::text[], $13::jsonb[],
     $14::jsonb[], $15::bool[], $16::jsonb[], $17::bool[], $18::jsonb[], $19::int[], $20::jsonb[],
-    $21::text[], $22::bool[], $23::jsonb[], $24::jsonb[], $25::text[], $26::int[], $27::jsonb[])
+    $21::text[], $22::bool[], $23::jsonb[], $24::jsonb[], $25::text[], $26::int[], $27::jsonb[],
+    $28::text[])
 ON CONFLICT (run_id, test_case_id, trial) DO NOTHING
 RETURNING seq, test_case_id, trial, {_FLAG_COLUMNS}
 """
@@ -58,7 +59,7 @@ RETURNING seq, test_case_id, trial, {_FLAG_COLUMNS}
 _LOCK_PENDING = """
 SELECT c.seq, c.graded, c.pass_fail, c.no_checks, c.errored, c.judge_pending,
        c.output_reported, c.actual_output, c.tool_calls_reported, c.actual_tool_calls,
-       c.agent_error, c.agent_latency_ms, c.turns, c.ended_by,
+       c.agent_error, c.agent_latency_ms, c.turns, c.ended_by, c.not_played_reason,
        r.input, r.conversation, r.checks_version, r.checks, r.evaluation_criteria_json,
        r.expected_output, r.evaluation_type, r.min_confidence, r.description, r.tags
 FROM case_results c JOIN test_case_revisions r ON r.id = c.revision_id
@@ -181,6 +182,7 @@ def _conversation_fields(row: asyncpg.Record) -> dict[str, Any]:
         "ended_by": row["ended_by"],
         "conversation_attempt": row["conversation_attempt"],
         "simulated_usage": None if usage is None else msgspec.convert(usage, SimulatedUsage),
+        "not_played_reason": row["not_played_reason"],
     }
 
 
@@ -329,7 +331,8 @@ def _awaiting(row: asyncpg.Record) -> AwaitingJudge:
         agent_error=row["agent_error"],
         content=content_of(row),
         played=None if row["turns"] is None else PlayedConversation(
-            turns=msgspec.convert(row["turns"], tuple[TurnRecord, ...]), ended_by=row["ended_by"]
+            turns=msgspec.convert(row["turns"], tuple[TurnRecord, ...]), ended_by=row["ended_by"],
+            not_graded_reason=row["not_played_reason"],
         ),
     )  # fmt: skip
 

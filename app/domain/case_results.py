@@ -62,6 +62,8 @@ class StoredResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     ended_by: EndedBy | None = None
     conversation_attempt: int | None = None
     simulated_usage: SimulatedUsage | None = None
+    # Why the conversation could not be played out (then not graded); None when it was.
+    not_played_reason: str | None = None
 
     @property
     def outcome(self) -> Outcome:
@@ -110,6 +112,7 @@ class NewResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     ended_by: EndedBy | None = None
     conversation_attempt: int | None = None
     simulated_usage: SimulatedUsage | None = None
+    not_played_reason: str | None = None
 
     @classmethod
     def graded_as(
@@ -146,6 +149,7 @@ class NewResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             ended_by=None if played is None else played.conversation.ended_by,
             conversation_attempt=None if played is None else played.attempt,
             simulated_usage=None if played is None else played.usage,
+            not_played_reason=None if played is None else played.conversation.not_graded_reason,
         )  # fmt: skip
 
     def flags(self) -> ResultFlags:

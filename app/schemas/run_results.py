@@ -90,6 +90,9 @@ class StoredResult(GradedResult, kw_only=True):
     turns: tuple[TurnRecord, ...] | msgspec.UnsetType = msgspec.UNSET
     ended_by: EndedBy | msgspec.UnsetType = msgspec.UNSET
     conversation_attempt: int | msgspec.UnsetType = msgspec.UNSET
+    # Why the conversation could not be played out (the simulated user's model unavailable):
+    # it was then not graded. Left out when it was played.
+    not_played_reason: str | msgspec.UnsetType = msgspec.UNSET
     # The case's trials in this run taken together: some passed (pass@k), all passed (pass^k),
     # they disagree (flaky).
     pass_at_k: bool | None = None

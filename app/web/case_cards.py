@@ -47,7 +47,7 @@ class CaseCardPages(Controller):
         checks = checks_shown(card.result)
         result = card.result
         if result.turns is not None:
-            conversation = chat(result.turns, checks, result.ended_by)
+            conversation = chat(result.turns, checks, result.ended_by, result.not_played_reason)
             return page(
                 request, "case_card.html", card=card, run=card.run, result=result,
                 graded=card.graded, checks=checks, conversation=conversation,

@@ -378,5 +378,7 @@ def preview_view(outcome: preview_service.JudgedPreview) -> dict[str, Any]:
     view["conversation"] = None
     if isinstance(outcome, PlayedPreview):
         played = outcome.played
-        view["conversation"] = chat(played.turns, view["checks"], played.ended_by)
+        view["conversation"] = chat(
+            played.turns, view["checks"], played.ended_by, played.not_graded_reason
+        )
     return view

@@ -200,7 +200,7 @@ def _turns_of(result: StoredResult | None) -> dict[int, dict[str, Any]]:
         {"name": PRODUCT_NAMES.get(check.type, check.type), "check": check, "turn": turn_of(check)}
         for check in result.result.check_results
     ]
-    shown = chat(result.turns, checks, result.ended_by)
+    shown = chat(result.turns, checks, result.ended_by, result.not_played_reason)
     return {turn["turn"]: turn for turn in shown["turns"]}
 
 

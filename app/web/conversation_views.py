@@ -16,10 +16,14 @@ from agentlasso.web.agent_reply import what_the_agent_did
 
 
 def chat(
-    turns: Sequence[TurnRecord], checks: Sequence[dict[str, Any]], ended_by: EndedBy | None
+    turns: Sequence[TurnRecord],
+    checks: Sequence[dict[str, Any]],
+    ended_by: EndedBy | None,
+    not_played: str | None = None,
 ) -> dict[str, Any]:
     """The turns as the chat shows them, each with its turn's checks (`turn` in each check's
-    item, None for the case's own); scripted turns that never ran keep their checks too."""
+    item, None for the case's own); scripted turns that never ran keep their checks too. A
+    conversation that could not be played out says why, not how a played one ends."""
     by_turn: dict[int, list[dict[str, Any]]] = {}
     own: list[dict[str, Any]] = []
     for item in checks:
@@ -30,9 +34,16 @@ def chat(
         "turns": [turn_shown(record, by_turn.get(record.turn, [])) for record in turns],
         "unreached": [(number, by_turn[number]) for number in sorted(by_turn) if number not in ran],
         "own": own,
-        "ended": ENDED_IN_WORDS[ended_by] if ended_by is not None else None,
+        "ended": _ended_in_words(ended_by, not_played),
         "ended_by": ended_by,
     }
+
+
+def _ended_in_words(ended_by: EndedBy | None, not_played: str | None) -> str | None:
+    if not_played is not None:
+        why = not_played.strip().rstrip(".")
+        return f"It could not be played out, so it was not graded: {why}."
+    return ENDED_IN_WORDS[ended_by] if ended_by is not None else None
 
 
 def turn_shown(record: TurnRecord, checks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -185,6 +185,9 @@ async def test_a_model_outage_leaves_the_conversations_checks_not_graded_and_nev
     assert "overload" in result["judge_reasoning"].lower(), result["judge_reasoning"]
     assert [c["status"] for c in result["check_results"]] == ["not_graded"]
     assert rows[out_id]["ended_by"] == "simulated_user" and len(rows[out_id]["turns"]) == 1
+    # The result says why it was not played out, so nobody reads it as the user being done.
+    assert "unavailable after 3 tries" in result["not_played_reason"], result
+    assert "not_played_reason" not in results[fine_id]
     # An answer with no message, still so after the retries: no message is made up for it.
     unusable = results[blank_id]
     assert unusable["outcome"] == "failed" and unusable["pass_fail"] is False, unusable
