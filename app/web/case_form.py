@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from agentlasso.domain.checks import COMMON_FIELDS, PRODUCT_NAMES, WRITTEN_FIELDS
+from agentlasso.domain.checks import PRODUCT_NAMES
 from agentlasso.domain.field_errors import field_error_from_msgspec
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.errors import FieldError
@@ -23,6 +23,7 @@ from agentlasso.web import conversation_form
 from agentlasso.web.check_form import (
     FIELD_READERS,
     CheckForm,
+    check_field,
     check_form,
     check_payload,
     posted_checks,
@@ -32,8 +33,6 @@ from agentlasso.web.forms import in_words, json_problem, parsed_json
 
 __all__ = ["FIELD_READERS", "CaseForm", "CheckForm"]
 
-# A check's fields, each shown by the form field of the same name.
-_CHECK_FIELDS = frozenset(COMMON_FIELDS).union(*WRITTEN_FIELDS.values())
 _CASE_FIELDS = (
     "input", "description", "tags", "expected_output", "evaluation_type", "min_confidence",
 )  # fmt: skip
@@ -177,11 +176,8 @@ def field_of(pointer: str | None) -> str:
         return conversation_form.field_of(parts[1:])
     if parts[0].startswith("pasted_"):
         return parts[0]
-    if parts[0] == "checks" and len(parts) >= 3 and parts[1].isdigit():
-        field = parts[2] if parts[2] in _CHECK_FIELDS else "type"
-        return f"checks-{parts[1]}-{field}"
-    if parts[0] == "checks" and len(parts) == 2 and parts[1].isdigit():
-        return f"checks-{parts[1]}-type"
+    if parts[0] == "checks" and len(parts) >= 2 and parts[1].isdigit():
+        return check_field(f"checks-{parts[1]}", parts[2:])
     if parts[0] in _CASE_FIELDS:
         return parts[0]
     if parts[0] == "evaluation_criteria_json":

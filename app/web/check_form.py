@@ -13,6 +13,7 @@ import msgspec
 from agentlasso.domain.checks import (
     ABOUT,
     CHECK_CLASSES,
+    COMMON_FIELDS,
     PRODUCT_NAMES,
     WRITTEN_FIELDS,
     About,
@@ -51,6 +52,18 @@ class CheckForm(msgspec.Struct, kw_only=True):
     @property
     def about(self) -> About:
         return ABOUT[self.type]
+
+
+# A check's fields, each shown by the form field of the same name.
+CHECK_FIELDS = frozenset(COMMON_FIELDS).union(*WRITTEN_FIELDS.values())
+
+
+def check_field(key: str, below: list[str]) -> str:
+    """The form field of the check at `key` ("checks-2", "turns-0-checks-1") that a pointer's
+    parts below the check name: an error deep in a field ("schema/properties/a/type") is shown
+    by that field, one about the check as a whole by its type."""
+    field = below[0] if below and below[0] in CHECK_FIELDS else "type"
+    return f"{key}-{field}"
 
 
 def check_form(fields: dict[str, Any]) -> CheckForm:

@@ -17,7 +17,13 @@ import msgspec
 
 from agentlasso.domain.checks import PRODUCT_NAMES
 from agentlasso.domain.conversations import DEFAULT_SIMULATED_TURNS, Conversation
-from agentlasso.web.check_form import CheckForm, check_form, check_payload, posted_checks
+from agentlasso.web.check_form import (
+    CheckForm,
+    check_field,
+    check_form,
+    check_payload,
+    posted_checks,
+)
 from agentlasso.web.forms import parsed_json
 
 _TURN_KEY = re.compile(r"^turns-(\d{1,2})-user$")
@@ -130,9 +136,7 @@ def field_of(parts: list[str]) -> str:
         return "turns"
     turn = f"turns-{parts[1]}"
     if len(parts) >= 4 and parts[2] == "checks" and parts[3].isdigit():
-        field = parts[4] if len(parts) > 4 else "type"
-        known = {"id", "tool", "tools", "value", "regex", "criterion", "severity"}
-        return f"{turn}-checks-{parts[3]}-{field if field in known else 'type'}"
+        return check_field(f"{turn}-checks-{parts[3]}", parts[4:])
     return f"{turn}-user"
 
 

@@ -12,7 +12,7 @@ from agentlasso.domain.case_results import Played, Reported
 from agentlasso.domain.conversations import EndedBy, PlayedConversation, TurnRecord
 from agentlasso.domain.runs import Counters
 from agentlasso.grading.conversation import whole_observation
-from agentlasso.services.recording import BatchRecording, Reply, grade, store
+from agentlasso.services.recording import BatchRecording, Reply, RunGrading, grade, store
 
 
 def played(
@@ -60,7 +60,7 @@ async def record_conversation(
             reported=Reported(actual_output=final.actual_output),
             agent_error=None, played=Played(conversation=conversation, attempt=1),
         )  # fmt: skip
-        _, row = grade(run.id, reply, False, lambda: False)
+        _, row = grade(RunGrading(run_id=run.id, judge_configured=False), reply, lambda: False)
         recording = BatchRecording(run.project_id, [case_id], Counters.counting([row.flags()]))
         async with connection.transaction():
             await store(connection, run.id, [row], recording)

@@ -117,6 +117,8 @@ def test_older_criteria_convert_to_checks_of_their_own() -> None:
 def test_a_pointer_names_its_form_field() -> None:
     assert case_form.field_of("/checks/2/tool") == "checks-2-tool"
     assert case_form.field_of("/checks/2/whatever") == "checks-2-type"
+    assert case_form.field_of("/checks/2") == "checks-2-type"
+    assert case_form.field_of("/checks/0/tools/1/arguments/amount/$gte") == "checks-0-tools"
     assert case_form.field_of("/min_confidence") == "min_confidence"
     assert case_form.field_of("/evaluation_criteria_json/x") == "older_criteria"
     assert case_form.field_of("/") == ""

@@ -59,6 +59,11 @@ def test_posted_turns_become_a_conversation_in_their_numbers_order() -> None:
         ("/conversation/turns/1/checks/0/tool", "turns-1-checks-0-tool"),
         ("/conversation/turns/1/checks/0", "turns-1-checks-0-type"),
         ("/conversation/turns/0/checks/3/id", "turns-0-checks-3-id"),
+        # The fields of section 17's checks, an error deep inside one shown by that field.
+        ("/conversation/turns/0/checks/1/schema/properties/a/type", "turns-0-checks-1-schema"),
+        ("/conversation/turns/0/checks/1/arguments/order/$regexp", "turns-0-checks-1-arguments"),
+        ("/conversation/turns/0/checks/1/ms", "turns-0-checks-1-ms"),
+        ("/conversation/turns/0/checks/1/whatever", "turns-0-checks-1-type"),
         ("/conversation/simulated_user/goal", "goal"),
         ("/conversation/simulated_user", "persona"),
         ("/conversation/turns", "turns"),
