@@ -114,6 +114,8 @@ class ResultToPost(msgspec.Struct, kw_only=True, omit_defaults=True):
     actual_output: Any = msgspec.UNSET
     actual_tool_calls: Any = msgspec.UNSET
     agent_error: str | None = None
+    # How long the call to the agent took (latency_below checks grade it).
+    latency_ms: int | None = None
     # A conversation case (instead of actual_output): each turn, and how it ended.
     turns: list[PostedTurn] | msgspec.UnsetType = msgspec.UNSET
     ended_by: EndedBy | msgspec.UnsetType = msgspec.UNSET
@@ -161,14 +163,15 @@ class AgentLassoClient:
         self, dataset_id: str, *, pass_threshold: float | None = None, gate: str | None = None,
         baseline_run_id: str | None = None, idempotency_key: str | None = None,
         tags: list[str] | None = None, dataset_version: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> CreatedCiRun:  # fmt: skip
         """Start a CI-mode run of a dataset (only the cases with one of `tags`, when given; the
-        revisions of `dataset_version`, an id or name, when given); without baseline_run_id
-        the server picks one."""
+        revisions of `dataset_version`, an id or name, when given; `tools`, the agent's declared
+        tools, for tool_args_valid checks); without baseline_run_id the server picks one."""
         body: dict[str, Any] = {"dataset_id": dataset_id}
         for name, value in (("pass_threshold", pass_threshold), ("gate", gate),
                             ("baseline_run_id", baseline_run_id), ("tags", tags),
-                            ("dataset_version", dataset_version)):  # fmt: skip
+                            ("dataset_version", dataset_version), ("tools", tools)):  # fmt: skip
             if value is not None:
                 body[name] = value
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}

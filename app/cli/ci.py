@@ -58,6 +58,8 @@ class CiOptions(msgspec.Struct, frozen=True, kw_only=True):
     # None: the server picks the baseline.
     baseline_run_id: str | None = None
     comment_file: Path | None = None
+    # The agent's declared tools (their input schemas check tool_args_valid); None: not sent.
+    tools: list[dict[str, Any]] | None = None
 
 
 def run_ci(options: CiOptions) -> int:
@@ -74,7 +76,7 @@ async def _run(options: CiOptions) -> int:
         run = await client.create_run(
             options.dataset_id, pass_threshold=options.threshold, gate=options.gate,
             baseline_run_id=options.baseline_run_id, tags=list(options.tags) or None,
-            dataset_version=options.dataset_version,
+            dataset_version=options.dataset_version, tools=options.tools,
         )  # fmt: skip
         print(f"Run {run.run_id}: {len(run.test_cases)} test cases, "
               f"calling the agent {options.concurrency} at a time.")  # fmt: skip

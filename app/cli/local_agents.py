@@ -65,6 +65,7 @@ async def call_once(agent: AgentCaller, run_id: str, case: RunTestCase) -> Resul
         test_case_id=case.test_case_id,
         actual_output=answer.reply.get("output", msgspec.UNSET),
         actual_tool_calls=answer.reply.get("tool_calls", msgspec.UNSET),
+        latency_ms=answer.latency_ms,
     )
 
 

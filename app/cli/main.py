@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ def _ci(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         timeout_s=args.timeout,
         junit=Path(args.junit) if args.junit else None,
+        tools=args.tools,
         **_compare_options(args),
     )
     return run_ci(options)
@@ -111,6 +113,19 @@ def _batch_size(text: str) -> int:
     return value
 
 
+def _tools_file(path: str) -> list[dict[str, Any]]:
+    """The agent's declared tools, read from a JSON file holding a list of them."""
+    try:
+        tools = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {exc.strerror}") from exc
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"{path} is not JSON: {exc}") from exc
+    if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
+        raise argparse.ArgumentTypeError(f"{path} must hold a JSON list of tool objects")
+    return tools
+
+
 def _gate_flags() -> argparse.ArgumentParser:
     """The flags `ci` and `run` share: which dataset, the gate and its baseline, the files."""
     shared = argparse.ArgumentParser(add_help=False)
@@ -171,6 +186,13 @@ def _add_ci(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help=f"results per POST (at most {MAX_RESULTS_PER_POST:,})",
     )
     ci.add_argument("--timeout", type=float, default=30.0, help="seconds per agent call")
+    ci.add_argument(
+        "--tools",
+        type=_tools_file,
+        metavar="FILE",
+        help='a JSON file listing the agent\'s tools ({"name", "input_schema"} or OpenAI\'s '
+        "function tools): Tool arguments are valid checks validate its calls against them",
+    )
     ci.set_defaults(handler=_ci)
 
 
