@@ -33,6 +33,49 @@ REPLY = "I have refunded order 1234. The money arrives in 3-5 business days."
 # The reply in other letter case: equal only when the case is ignored.
 EXPECTED = REPLY.lower()
 
+# Each check's verdict and detail, by product name, for the pasted reply: a JSON receipt after
+# stripe.refund of 500.
+PASTED = {
+    "Output equals": ("failed", f'The reply does not equal "{EXPECTED}"'),
+    "Output matches a JSON Schema": ("passed", "The reply matches the schema."),
+    "At most N tool calls": (
+        "passed",
+        "The agent made 1 call of stripe.refund; at most 1 allowed.",
+    ),
+    "Answered within": ("not graded", "latency was not reported"),
+    "Tool arguments are valid": (
+        "failed",
+        "stripe.refund was called with arguments that are not valid: "
+        "$.amount: 500 is greater than the maximum 100.",
+    ),
+    "Tool must be called": (
+        "failed",
+        "stripe.refund was called with amount 500; expected 20.",
+    ),
+    "Tools called in this order": (
+        "failed",
+        "stripe.refund was called with amount 500; expected 42.",
+    ),
+}
+# And for the fake agent's own answer, called by Preview.
+PREVIEWED = {
+    "Output equals": ("failed", "Only the letter case differs"),
+    "Output matches a JSON Schema": ("failed", "The reply is not valid JSON"),
+    "Answered within": ("passed", "within the 20,000 ms allowed"),
+    "Tool arguments are valid": (
+        "passed",
+        "The call of stripe.refund had valid arguments.",
+    ),
+    "Tool must be called": (
+        "passed",
+        "stripe.refund was called with the expected arguments.",
+    ),
+    "Tools called in this order": (
+        "failed",
+        "stripe.refund was called with amount 20; expected 42.",
+    ),
+}
+
 
 def check(page: Page, number: int, name: str) -> Locator:
     return page.get_by_role("group", name=f"Check {number}: {name}")
@@ -155,56 +198,13 @@ async def test_each_new_check_is_written_kept_and_graded_in_the_editor(
     await page.get_by_label("Tool calls").fill(json.dumps(calls))
     await page.get_by_role("button", name="Grade this reply").click()
     pasted = page.get_by_role("region", name="Preview: failed")
-    await expect_details(
-        pasted,
-        {
-            "Output equals": ("failed", f'The reply does not equal "{EXPECTED}"'),
-            "Output matches a JSON Schema": ("passed", "The reply matches the schema."),
-            "At most N tool calls": (
-                "passed",
-                "The agent made 1 call of stripe.refund; at most 1 allowed.",
-            ),
-            "Answered within": ("not graded", "latency was not reported"),
-            "Tool arguments are valid": (
-                "failed",
-                "stripe.refund was called with arguments that are not valid: "
-                "$.amount: 500 is greater than the maximum 100.",
-            ),
-            "Tool must be called": (
-                "failed",
-                "stripe.refund was called with amount 500; expected 20.",
-            ),
-            "Tools called in this order": (
-                "failed",
-                "stripe.refund was called with amount 500; expected 42.",
-            ),
-        },
-    )
+    await expect_details(pasted, PASTED)
     await assert_accessible(page, context="rubric editor, pasted reply graded")
 
     await page.get_by_role("button", name="Preview", exact=True).click()
     live = page.get_by_role("region", name="Preview: failed")
     await expect(live).to_contain_text(REPLY)
-    await expect_details(
-        live,
-        {
-            "Output equals": ("failed", "Only the letter case differs"),
-            "Output matches a JSON Schema": ("failed", "The reply is not valid JSON"),
-            "Answered within": ("passed", "within the 20,000 ms allowed"),
-            "Tool arguments are valid": (
-                "passed",
-                "The call of stripe.refund had valid arguments.",
-            ),
-            "Tool must be called": (
-                "passed",
-                "stripe.refund was called with the expected arguments.",
-            ),
-            "Tools called in this order": (
-                "failed",
-                "stripe.refund was called with amount 20; expected 42.",
-            ),
-        },
-    )
+    await expect_details(live, PREVIEWED)
     await assert_accessible(page, context="rubric editor, previewed")
     await screenshot(page, "rubric-editor-more-checks")
 
