@@ -92,6 +92,9 @@ def stored_result_out(stored: DomainStoredResult, trials: TrialSummary | None) -
         agent_call=None
         if call is None
         else AgentCall(latency_ms=call.latency_ms, attempts=call.attempts, error=call.error),
+        latency_ms=(
+            msgspec.UNSET if stored.reported.latency_ms is None else stored.reported.latency_ms
+        ),
         turns=msgspec.UNSET if stored.turns is None else stored.turns,
         ended_by=msgspec.UNSET if stored.ended_by is None else stored.ended_by,
         conversation_attempt=(

@@ -84,6 +84,9 @@ class StoredResult(GradedResult, kw_only=True):
     actual_output: Any = msgspec.UNSET
     actual_tool_calls: Any = msgspec.UNSET
     agent_call: AgentCall | None = None
+    # How long the agent took: the platform's call (as in agent_call), or what a CI client
+    # posted; left out when neither measured it.
+    latency_ms: int | msgspec.UnsetType = msgspec.UNSET
     # A conversation's result only: its turns as they ran, how it ended, and which attempt of
     # the whole conversation they are (above 1 when a worker stopped during an earlier one,
     # which was played again from its first turn).

@@ -227,6 +227,9 @@ async def test_each_new_check_grades_a_posted_result_with_its_detail(
     assert {name: r["pass_fail"] for name, r in stored.items()} == {
         name: name in PASSING for name in CASES
     }
+    # The posted latency reads back beside the verdict it decided; none was posted for others.
+    assert (stored["slow"]["latency_ms"], stored["fast"]["latency_ms"]) == (2500, 1999)
+    assert "latency_ms" not in stored["untimed"] and stored["slow"]["agent_call"] is None
     gate = (await client.get(f"/api/v1/eval-runs/{run['run_id']}")).json()
     assert gate["ci_pass"] is False and gate["counts"]["passed"] == 6
 
