@@ -16,8 +16,11 @@ class FieldError(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     pointer: str | None = None
     parameter: str | None = None
     header: str | None = None
-    # For JSON Lines bodies: the 1-based line the pointer is relative to.
+    # For JSON Lines bodies: the 1-based line the pointer is relative to; for other files, the
+    # line where the bad part starts, when known.
     line: int | None = None
+    # For imports from other tools: the 1-based source item (a promptfoo test, a CSV row).
+    item: int | None = None
 
 
 class AgentLassoError(Exception):

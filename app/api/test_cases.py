@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from litestar import Controller, Request, delete, get, patch, post
 from litestar.exceptions import HTTPException
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.response import Stream
 
 from agentlasso.domain import test_cases as domain
+from agentlasso.domain.import_reports import ImportReport
 from agentlasso.domain.test_cases import ContentWarning
 from agentlasso.http.auth import PlatformDep, ProjectId
 from agentlasso.http.pagination import (
@@ -21,6 +22,7 @@ from agentlasso.http.pagination import (
     next_cursor,
     parse_id,
 )
+from agentlasso.importers.formats import ImportFormat
 from agentlasso.schemas.test_cases import (
     ImportResult,
     TestCase,
@@ -29,9 +31,21 @@ from agentlasso.schemas.test_cases import (
     TestCaseUpdate,
 )
 from agentlasso.services import test_cases as service
-from agentlasso.services import transfer
+from agentlasso.services import tool_imports, transfer
 
 JSONL_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
+# Any format may also come as a plain file upload would.
+_ANY = ("application/octet-stream", "text/plain")
+_JSON = ("application/json", *JSONL_TYPES)
+MEDIA_TYPES = {
+    "jsonl": JSONL_TYPES,
+    "csv": ("text/csv", "application/csv", *_ANY),
+    "promptfoo": ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", *_JSON,
+                  *_ANY),
+    "langsmith": (*_JSON, *_ANY),
+    "langfuse": (*_JSON, *_ANY),
+}  # fmt: skip
+ExportFormat = Literal["jsonl", "csv"]
 
 
 def case_out(case: domain.TestCase, warnings: list[ContentWarning] | None = None) -> TestCase:
@@ -102,46 +116,54 @@ class DatasetTestCaseController(Controller):
 
     # The import enforces its own (larger) limit while streaming, line by line.
     @post("/import", operation_id="importTestCases", status_code=201, request_max_body_size=None)
-    async def import_jsonl(
+    async def import_cases(
         self,
         platform: PlatformDep,
         project_id: ProjectId,
         dataset_id: FromPath[str],
         request: Request[Any, Any, Any],
-    ) -> ImportResult:
-        """Import JSON Lines, one case per line: every line, or nothing."""
-        _require_jsonl(request)
+        format: FromQuery[ImportFormat] = "jsonl",
+    ) -> ImportResult | ImportReport:
+        """Import JSON Lines, one case per line (or another tool's file, `format`): every case,
+        or nothing; another tool's import says per source item what was not imported."""
+        _require_media_type(request, format)
         settings = platform.settings
-        imported = await transfer.import_test_cases(
-            platform,
-            project_id,
-            parse_id(dataset_id, "dataset"),
-            request.stream(),
-            max_bytes=settings.max_import_bytes,
-            max_lines=settings.max_import_lines,
-        )
-        return ImportResult(imported=imported)
+        dataset = parse_id(dataset_id, "dataset")
+        if format == "jsonl":
+            imported = await transfer.import_test_cases(
+                platform, project_id, dataset, request.stream(),
+                max_bytes=settings.max_import_bytes, max_lines=settings.max_import_lines,
+            )  # fmt: skip
+            return ImportResult(imported=imported)
+        return await tool_imports.import_from_tool(
+            platform, project_id, dataset, request.stream(), format,
+            max_bytes=settings.max_import_bytes, max_cases=settings.max_import_lines,
+        )  # fmt: skip
 
     @get("/export", operation_id="exportTestCases", media_type="application/x-ndjson")
-    async def export_jsonl(
+    async def export_cases(
         self,
         platform: PlatformDep,
         project_id: ProjectId,
         dataset_id: FromPath[str],
+        format: FromQuery[ExportFormat] = "jsonl",
     ) -> Stream:
-        """Stream the dataset's cases as JSON Lines that import back unchanged."""
+        """Stream the dataset's cases as JSON Lines (or CSV) that import back unchanged."""
         chunks = await transfer.export_test_cases(
-            platform, project_id, parse_id(dataset_id, "dataset")
+            platform, project_id, parse_id(dataset_id, "dataset"), format
         )
+        if format == "csv":
+            return Stream(chunks, media_type="text/csv; charset=utf-8")
         return Stream(chunks, media_type="application/x-ndjson")
 
 
-def _require_jsonl(request: Request[Any, Any, Any]) -> None:
+def _require_media_type(request: Request[Any, Any, Any], source_format: str) -> None:
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type not in JSONL_TYPES:
+    accepted = MEDIA_TYPES[source_format]
+    if media_type not in accepted:
+        wanted = "application/x-ndjson (JSON Lines)" if source_format == "jsonl" else accepted[0]
         raise HTTPException(
-            status_code=415,
-            detail=f"Send the import as application/x-ndjson (JSON Lines), not {media_type!r}.",
+            status_code=415, detail=f"Send the import as {wanted}, not {media_type!r}."
         )
 
 

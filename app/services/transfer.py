@@ -1,4 +1,5 @@
-"""JSON Lines import (all-or-nothing, streamed) and export (streamed) of a dataset's cases."""
+"""JSON Lines import (all-or-nothing, streamed) and export (streamed) of a dataset's cases,
+and the validation and store every import shares."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from agentlasso.errors import (
     MalformedBody,
     NotFound,
 )
+from agentlasso.importers import csv_cases
+from agentlasso.importers.items import ImportItem
 from agentlasso.services.platform import Platform
 from agentlasso.services.test_cases import content_problems, count_new_cases, prepare_content
 
@@ -62,8 +65,8 @@ async def split_lines(chunks: AsyncIterable[bytes], max_bytes: int) -> AsyncIter
         yield b"".join(partial)
 
 
-class _Validator:
-    """Validates lines as they arrive and spools the valid cases, until the first bad line."""
+class Validator:
+    """Validates cases as they arrive and spools the valid ones, until the first bad one."""
 
     def __init__(self) -> None:
         self.spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY_BYTES)  # noqa: SIM115
@@ -72,11 +75,28 @@ class _Validator:
         self.valid = 0
 
     def add(self, number: int, raw: bytes) -> None:
-        content = self._parse(number, raw)
-        if content is None or self.errors:
-            return  # after a bad line nothing more is kept: nothing will be imported
-        self.spool.write(_encoder.encode(content) + b"\n")
-        self.valid += 1
+        """One line of JSON Lines."""
+        parsed = _parse(raw)
+        if isinstance(parsed, list):
+            self._reject([msgspec.structs.replace(p, line=number) for p in parsed])
+        else:
+            self._keep(parsed)
+
+    def add_item(self, item: ImportItem) -> None:
+        """One item read from another tool's file: its cases, its problems placed in the file."""
+        problems = list(item.problems)
+        contents: list[TestCaseContent] = []
+        for case in item.cases:
+            parsed = _parse_case(case)
+            if isinstance(parsed, list):
+                problems += [_placed(problem, item) for problem in parsed]
+            else:
+                contents.append(parsed)
+        if problems:
+            self._reject(list(dict.fromkeys(problems)))  # an expanded test's cases fail alike
+            return
+        for content in contents:
+            self._keep(content)
 
     def contents(self) -> Iterator[TestCaseContent]:
         """The spooled cases, in the order they came."""
@@ -84,33 +104,53 @@ class _Validator:
         for line in self.spool:
             yield _spooled_decoder.decode(line)
 
-    def _parse(self, number: int, raw: bytes) -> TestCaseContent | None:
-        deep_at = too_deep(raw)
-        if deep_at is not None:
-            return self._reject(number, [FieldError(pointer=deep_at or "/", detail=TOO_DEEP)])
-        try:
-            line = _line_decoder.decode(raw)
-        except msgspec.ValidationError as exc:
-            return self._reject(number, [field_error_from_msgspec(exc)])
-        except msgspec.DecodeError as exc:
-            return self._reject(number, [FieldError(detail=f"Not valid JSON: {exc}")])
-        twice = line.spelled_twice()
-        if twice:
-            detail = f"Give {twice[0]} once, in snake_case or camelCase, not both."
-            return self._reject(number, [FieldError(pointer=f"/{twice[0]}", detail=detail)])
-        content = line.content()
-        problems = content_problems(content)
-        if problems:
-            return self._reject(number, problems)
-        return prepare_content(content)
+    def _keep(self, content: TestCaseContent) -> None:
+        if self.errors:
+            return  # after a bad line nothing more is kept: nothing will be imported
+        self.spool.write(_encoder.encode(content) + b"\n")
+        self.valid += 1
 
-    def _reject(self, number: int, problems: list[FieldError]) -> TestCaseContent | None:
-        """Record a bad line; None (no content), so a parser can `return self._reject(...)`."""
+    def _reject(self, problems: list[FieldError]) -> None:
+        """Record a bad line or item (its problems already placed)."""
         self.error_lines += 1
-        for problem in problems:
-            if len(self.errors) < MAX_REPORTED_ERRORS:
-                self.errors.append(msgspec.structs.replace(problem, line=number))
-        return None
+        room = MAX_REPORTED_ERRORS - len(self.errors)
+        self.errors += problems[: max(room, 0)]
+
+
+def _parse(raw: bytes) -> TestCaseContent | list[FieldError]:
+    """A case in the JSON Lines line's shape, validated and ready to store, or its problems."""
+    deep_at = too_deep(raw)
+    if deep_at is not None:
+        return [FieldError(pointer=deep_at or "/", detail=TOO_DEEP)]
+    try:
+        line = _line_decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        return [field_error_from_msgspec(exc)]
+    except msgspec.DecodeError as exc:
+        return [FieldError(detail=f"Not valid JSON: {exc}")]
+    twice = line.spelled_twice()
+    if twice:
+        detail = f"Give {twice[0]} once, in snake_case or camelCase, not both."
+        return [FieldError(pointer=f"/{twice[0]}", detail=detail)]
+    content = line.content()
+    problems = content_problems(content)
+    if problems:
+        return problems
+    return prepare_content(content)
+
+
+def _parse_case(case: dict[str, Any]) -> TestCaseContent | list[FieldError]:
+    try:
+        raw = _encoder.encode(case)
+    except RecursionError:  # a case nested a thousand deep: too deep by far
+        return [FieldError(pointer="/", detail=TOO_DEEP)]
+    return _parse(raw)
+
+
+def _placed(problem: FieldError, item: ImportItem) -> FieldError:
+    """A problem with one of an item's cases, as a place in the source file."""
+    pointer = item.source_pointer(problem.pointer or "/")
+    return msgspec.structs.replace(problem, pointer=pointer, item=item.report.item, line=item.line)
 
 
 async def import_test_cases(
@@ -126,21 +166,33 @@ async def import_test_cases(
     The whole body is read and validated before a database connection is taken, so a client
     uploading slowly holds none (a pool of connections is easily outnumbered by slow clients).
     """
-    if await dataset_rows.get_dataset(platform.pool, project_id, dataset_id) is None:
-        raise NotFound("No dataset with this id in your project.")
-    validator = _Validator()
+    await require_dataset(platform, project_id, dataset_id)
+    validator = Validator()
     with validator.spool:
         lines = await _validate(validator, body, max_bytes, max_lines)
         _raise_if_rejected(validator, lines)
-        async with platform.pool.acquire() as connection, connection.transaction():
-            # Held until the cases are in, so the dataset cannot be deleted under the import.
-            if await dataset_rows.lock_for_run(connection, project_id, dataset_id) is None:
-                raise NotFound("No dataset with this id in your project.")
-            await _copy(connection, dataset_id, validator.contents())
-            await count_new_cases(platform, connection, dataset_id, validator.valid)
+        await store_validated(platform, project_id, dataset_id, validator)
+    return validator.valid
+
+
+async def require_dataset(platform: Platform, project_id: UUID, dataset_id: UUID) -> None:
+    """NotFound unless the dataset is the project's."""
+    if await dataset_rows.get_dataset(platform.pool, project_id, dataset_id) is None:
+        raise NotFound("No dataset with this id in your project.")
+
+
+async def store_validated(
+    platform: Platform, project_id: UUID, dataset_id: UUID, validator: Validator
+) -> None:
+    """Store every case the validator kept, in one transaction."""
+    async with platform.pool.acquire() as connection, connection.transaction():
+        # Held until the cases are in, so the dataset cannot be deleted under the import.
+        if await dataset_rows.lock_for_run(connection, project_id, dataset_id) is None:
+            raise NotFound("No dataset with this id in your project.")
+        await _copy(connection, dataset_id, validator.contents())
+        await count_new_cases(platform, connection, dataset_id, validator.valid)
     if validator.valid >= ANALYZE_AFTER_CASES:
         await case_rows.refresh_planner_statistics(platform.pool)
-    return validator.valid
 
 
 # Lines longer than this are checked and decoded on a thread (most lines are a few KiB).
@@ -148,7 +200,7 @@ LINE_ON_THREAD_ABOVE_BYTES = 256 * 1024
 
 
 async def _validate(
-    validator: _Validator, body: AsyncIterable[bytes], max_bytes: int, max_lines: int
+    validator: Validator, body: AsyncIterable[bytes], max_bytes: int, max_lines: int
 ) -> int:
     """Feed every line to the validator; returns how many lines the body had."""
     number = 0
@@ -181,7 +233,7 @@ async def _copy(
         await case_rows.copy_test_cases(connection, batch)
 
 
-def _raise_if_rejected(validator: _Validator, lines: int) -> None:
+def _raise_if_rejected(validator: Validator, lines: int) -> None:
     if validator.errors:
         first = validator.errors[0].line
         raise InvalidInput(
@@ -199,21 +251,26 @@ def export_line(content: TestCaseContent) -> bytes:
 
 
 async def export_test_cases(
-    platform: Platform, project_id: UUID, dataset_id: UUID
+    platform: Platform, project_id: UUID, dataset_id: UUID, export_format: str = "jsonl"
 ) -> AsyncIterator[bytes]:
-    """Stream the dataset's cases as JSON Lines, a page of lines at a time."""
-    if await dataset_rows.get_dataset(platform.pool, project_id, dataset_id) is None:
-        raise NotFound("No dataset with this id in your project.")
-    return _export_pages(platform, dataset_id)
+    """Stream the dataset's cases as JSON Lines (or CSV), a page of lines at a time."""
+    await require_dataset(platform, project_id, dataset_id)
+    return _export_pages(platform, dataset_id, export_format)
 
 
-async def _export_pages(platform: Platform, dataset_id: UUID) -> AsyncIterator[bytes]:
+async def _export_pages(
+    platform: Platform, dataset_id: UUID, export_format: str
+) -> AsyncIterator[bytes]:
     # A connection is held for one page's query only, never while the client reads: a slow
     # reader costs nothing but its socket. (Each page sees the cases as they are when read.)
+    row = export_line
+    if export_format == "csv":
+        row = csv_cases.export_row
+        yield csv_cases.header_row()
     after_seq = 0
     while True:
         page = await case_rows.list_test_cases(platform.pool, dataset_id, after_seq, EXPORT_PAGE)
         if not page:
             return
-        yield b"".join(export_line(case.content) for case in page)
+        yield b"".join(row(case.content) for case in page)
         after_seq = page[-1].seq
