@@ -100,7 +100,7 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "listTestCases": (404, 422),
     "createTestCase": (*_BODY, 404, 409),
     "importTestCases": (*_BODY, 404, 409, 415),
-    "exportTestCases": (404,),
+    "exportTestCases": (404, 422),
     "getTestCase": (404,),
     "updateTestCase": (*_BODY, 404),
     "deleteTestCase": (404,),
@@ -271,11 +271,29 @@ def _events(operation: Operation, responses: dict[str, Any]) -> None:
 
 def _import(operation: Operation, responses: dict[str, Any]) -> None:
     lines = Schema(type=OpenAPIType.STRING, description="One test case (a JSON object) per line.")
-    operation.request_body = RequestBody(
-        required=True,
+    content = {
+        media_type: OpenAPIMediaType(schema=lines, example=IMPORT_EXAMPLE)
+        for media_type in ("application/x-ndjson", "application/jsonl")
+    }
+    # Another tool's file, named by `format` (docs/guides/importing.md).
+    for media_type, what in (
+        ("text/csv", "A CSV file with a header row (format=csv)."),
+        ("application/yaml", "A promptfoo test file or config (format=promptfoo)."),
+        ("application/json", "A promptfoo, LangSmith or Langfuse file (format=...)."),
+    ):
+        content[media_type] = OpenAPIMediaType(
+            schema=Schema(type=OpenAPIType.STRING, description=what)
+        )
+    operation.request_body = RequestBody(required=True, content=content)
+
+
+def _export(operation: Operation, responses: dict[str, Any]) -> None:
+    text = Schema(type=OpenAPIType.STRING)
+    responses["200"] = OpenAPIResponse(
+        description="The cases as JSON Lines (format=jsonl) or CSV (format=csv), streamed.",
         content={
-            media_type: OpenAPIMediaType(schema=lines, example=IMPORT_EXAMPLE)
-            for media_type in ("application/x-ndjson", "application/jsonl")
+            "application/x-ndjson": OpenAPIMediaType(schema=text),
+            "text/csv": OpenAPIMediaType(schema=text),
         },
     )
 
@@ -322,6 +340,7 @@ _SPECIAL = {
     "postRunResults": _posted_results,
     "runEvents": _events,
     "importTestCases": _import,
+    "exportTestCases": _export,
     "ready": _ready,
     "exportTraces": _otlp,
     "exportTracesUnderApi": _otlp,

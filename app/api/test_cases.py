@@ -140,7 +140,8 @@ class DatasetTestCaseController(Controller):
             max_bytes=settings.max_import_bytes, max_cases=settings.max_import_lines,
         )  # fmt: skip
 
-    @get("/export", operation_id="exportTestCases", media_type="application/x-ndjson")
+    # The media type is the format's (the OpenAPI document names both: app/api/openapi.py).
+    @get("/export", operation_id="exportTestCases")
     async def export_cases(
         self,
         platform: PlatformDep,
