@@ -32,7 +32,7 @@ def every_kind_of_case() -> list[dict[str, Any]]:
             "checks": [
                 {"id": "mine", "type": "llm_judge", "criterion": "Is kind", "severity": "minor"}
             ],
-        },  # fmt: skip
+        },
         {"input": {"message": "structured", "locale": "de-DE", "n": [1, 2.5, None]}},
         {"input": '{"looks": "like JSON"}', "checks": []},
         {
@@ -54,7 +54,7 @@ def every_kind_of_case() -> list[dict[str, Any]]:
                 ]
             },
             "checks": [{"type": "tool_not_called", "tool": "orders.cancel"}],
-        },  # fmt: skip
+        },
         {"input": "=SUM(A1:A2) and a leading space", "min_confidence": 100},
         {"input": " padded  ", "description": "  spaces kept  "},
     ]
