@@ -18,6 +18,9 @@ FORMAT_NAMES = {
     "langsmith": "LangSmith dataset export (JSON or JSON Lines)",
     "langfuse": "Langfuse dataset items (JSON or JSON Lines)",
 }
+# As a page's heading names a file: "Import from promptfoo".
+SHORT_NAMES = {"jsonl": "JSON Lines", "csv": "CSV", "promptfoo": "promptfoo",
+               "langsmith": "LangSmith", "langfuse": "Langfuse"}  # fmt: skip
 # JSON Lines is the import's own format: app/services/transfer.py streams it line by line.
 READERS: dict[str, Callable[[IO[bytes]], Source]] = {
     "csv": csv_cases.read,
@@ -26,11 +29,13 @@ READERS: dict[str, Callable[[IO[bytes]], Source]] = {
     "langfuse": langfuse.read,
 }
 
-_KEYS = {
+# What marks a file as one tool's (JSON Lines of our own may also say `expectedOutput`).
+_MARKS = {
     "promptfoo": re.compile(rb'"?\b(?:vars|assert|defaultTest|prompts|providers)"?\s*:'),
-    "langsmith": re.compile(rb'"(?:inputs|outputs|dataset_id|source_run_id)"\s*:'),
-    "langfuse": re.compile(rb'"(?:expectedOutput|datasetName|sourceTraceId)"\s*:'),
-    "jsonl": re.compile(rb'"(?:checks|expected_output|evaluation_criteria_json|conversation)"\s*:'),
+    "langsmith": re.compile(rb'"(?:inputs|outputs|source_run_id)"\s*:'),
+    "langfuse": re.compile(
+        rb'"(?:datasetName|datasetId|sourceTraceId|sourceObservationId)"\s*:|^\s*\{\s*"data"\s*:'
+    ),
 }
 
 
@@ -41,13 +46,13 @@ def detect_format(filename: str, head: bytes) -> str | None:
         return "csv"
     if name.endswith((".yaml", ".yml")):
         return "promptfoo"  # the one format here that is YAML
-    head = head.removeprefix(b"\xef\xbb\xbf")
-    if _is_csv_header(head.lstrip().split(b"\n", 1)[0]):
+    head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if _is_csv_header(head.split(b"\n", 1)[0]):
         return "csv"
-    fits = [fmt for fmt, keys in _KEYS.items() if keys.search(head)]
+    fits = [fmt for fmt, marks in _MARKS.items() if marks.search(head)]
     if len(fits) == 1:
         return fits[0]
-    if not fits and head.lstrip()[:1] == b"{" and b'"input"' in head:
+    if not fits and head[:1] == b"{" and re.search(rb'"(?:input|conversation)"\s*:', head):
         return "jsonl"
     return None
 

@@ -12,7 +12,6 @@ import re
 from typing import Any
 
 import msgspec
-import re2
 import yaml
 
 from agentlasso.grading.patterns import regex_compile_error
@@ -110,12 +109,20 @@ def _text(base: str, value: Any, inverse: bool) -> Mapped | str:
     if text.casefold() == text == text.upper():
         # No letter with case: matching without case finds exactly what promptfoo finds.
         return Mapped([{"type": kind, "value": text}], kind)
-    pattern = "(?-i)" + re2.escape(text)
+    pattern = "(?-i)" + literal_pattern(text)
     error = regex_compile_error(pattern)
     if error is not None:
         return f"a case-sensitive match needs a pattern, and this one cannot be used: {error}"
     check = {"type": kind, "value": pattern, "regex": True}
     return Mapped([check], f"{kind} (a case-sensitive pattern, as promptfoo's {named})")
+
+
+def literal_pattern(text: str) -> str:
+    """A pattern matching exactly the text (only RE2's special characters escaped)."""
+    return "".join("\\" + char if char in _SPECIAL else char for char in text)
+
+
+_SPECIAL = frozenset("\\.^$|?*+()[]{}")
 
 
 def _regex(value: Any, inverse: bool) -> Mapped | str:

@@ -164,17 +164,26 @@ class StudioPages(Controller):
 
     @get("/datasets/{dataset_id:str}/export", name="export_cases")
     async def export_cases(
-        self, request: Request[Any, Any, Any], platform: PlatformDep, dataset_id: FromPath[str]
+        self,
+        request: Request[Any, Any, Any],
+        platform: PlatformDep,
+        dataset_id: FromPath[str],
+        format: FromQuery[str] = "jsonl",
     ) -> Stream:
-        """The cases as JSON Lines, a file that imports back unchanged."""
+        """The cases as JSON Lines (or CSV, `?format=csv`), a file that imports back unchanged."""
         project_id = session_of(request).project_id
         dataset = await dataset_named(request, platform, dataset_id)
-        chunks = await transfer.export_test_cases(platform, project_id, dataset.id)
+        as_csv = format == "csv"
+        chunks = await transfer.export_test_cases(
+            platform, project_id, dataset.id, "csv" if as_csv else "jsonl"
+        )
         return Stream(
             chunks,
-            media_type="application/x-ndjson",
+            media_type="text/csv; charset=utf-8" if as_csv else "application/x-ndjson",
             headers={
-                "content-disposition": download_disposition(dataset.name, ".jsonl"),
+                "content-disposition": download_disposition(
+                    dataset.name, ".csv" if as_csv else ".jsonl"
+                ),
                 "cache-control": "no-store",  # a project's cases: kept by no cache
             },
         )

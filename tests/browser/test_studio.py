@@ -182,7 +182,7 @@ async def test_an_import_with_a_bad_line_names_it_and_saves_nothing(
         '{"input": "two", "checks": [{"type": "tool_called"}]}\n'
         '{"input": "three"}\n'
     )
-    await page.get_by_label("JSON Lines file").set_input_files(
+    await page.get_by_label("File", exact=True).set_input_files(
         files=[
             {"name": "cases.jsonl", "mimeType": "application/x-ndjson", "buffer": lines.encode()}
         ]
@@ -197,7 +197,7 @@ async def test_an_import_with_a_bad_line_names_it_and_saves_nothing(
     await expect(page.get_by_text("0 test cases · last run")).to_be_visible()
 
     await page.get_by_role("button", name="Import").click()
-    await page.get_by_label("Or paste JSON Lines").fill(
+    await page.get_by_label("Or paste the file's text").fill(
         lines.replace('[{"type": "tool_called"}]', "[]")
     )
     await page.get_by_role("button", name="Import").click()
