@@ -17,6 +17,7 @@ import pytest_asyncio
 
 from agentlasso.config import Settings
 from agentlasso.server import create_app
+from tests.support import promptfoo
 from tests.support.databases import ServerUrls, drop_database, fresh_database, new_project_key
 from tests.support.processes import WorkerProcesses, api_process
 from tests.support.servers import serving
@@ -48,6 +49,18 @@ def server_urls() -> Iterator[ServerUrls]:
 def agentlasso_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel `pip wheel --no-deps` builds from a clean clone of HEAD, once per run."""
     return build_wheel_from_clone(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="session")
+def promptfoo_installed() -> Path:
+    """promptfoo's executable (installed once into a cache); without it, skip, or fail where
+    AGENTLASSO_REQUIRE_PROMPTFOO=1 (CI, whose .ci/run installs it before the tests)."""
+    try:
+        return promptfoo.install()
+    except promptfoo.PromptfooMissing as exc:
+        if os.environ.get("AGENTLASSO_REQUIRE_PROMPTFOO") == "1":
+            pytest.fail(f"{exc} (AGENTLASSO_REQUIRE_PROMPTFOO=1 makes this a failure)")
+        pytest.skip(str(exc))
 
 
 @pytest_asyncio.fixture(scope="session")

@@ -3,7 +3,6 @@ through the API: per test, the cases made, the checks they carry and what was no
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import httpx
@@ -49,19 +48,7 @@ EXPECTED: dict[str, Expected] = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="session")
-def promptfoo_installed() -> Path:
-    """promptfoo's executable; without one, skip, or fail where AGENTLASSO_REQUIRE_PROMPTFOO=1
-    (CI, whose .ci/run installs it first)."""
-    try:
-        return promptfoo.install()
-    except promptfoo.PromptfooMissing as exc:
-        if os.environ.get("AGENTLASSO_REQUIRE_PROMPTFOO") == "1":
-            pytest.fail(f"{exc} (AGENTLASSO_REQUIRE_PROMPTFOO=1 makes this a failure)")
-        pytest.skip(str(exc))
-
-
-def promptfoo_config(name: str, tmp_path: Path) -> Path:
+def promptfoo_config(name: str) -> Path:
     """A config promptfoo validates: the file itself, or a config naming a test file."""
     if name != "tests_only.yaml":
         return FIXTURES / name
@@ -70,9 +57,9 @@ def promptfoo_config(name: str, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 async def test_a_promptfoo_file_promptfoo_accepts_imports_as_it_reads(
-    client: httpx.AsyncClient, promptfoo_installed: Path, name: str, tmp_path: Path
+    client: httpx.AsyncClient, promptfoo_installed: Path, name: str
 ) -> None:
-    valid, said = promptfoo.validate(promptfoo_config(name, tmp_path))
+    valid, said = promptfoo.validate(promptfoo_config(name))
     assert valid, said
     dataset = await create_dataset(client)
     body = (FIXTURES / name).read_bytes()
@@ -83,7 +70,9 @@ async def test_a_promptfoo_file_promptfoo_accepts_imports_as_it_reads(
     expected = EXPECTED[name]
     assert answer["imported"] == sum(cases for cases, _, _ in expected)
     reports = answer["items"]
-    assert [report["label"] for report in reports] == [f"test {n + 1}" for n in range(len(expected))]
+    assert [report["label"] for report in reports] == [
+        f"test {n + 1}" for n in range(len(expected))
+    ]
     cases = iter(await all_cases(client, dataset["id"]))
     for report, (count, check_types, not_imported) in zip(reports, expected, strict=True):
         assert report["cases"] == count, report

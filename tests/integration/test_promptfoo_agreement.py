@@ -1,0 +1,127 @@
+"""The checks imported from promptfoo asserts pass and fail as promptfoo's own asserts do.
+
+promptfoo runs its asserts on a set of replies (its `echo` provider answers with the prompt,
+here the reply itself, offline); our grading runs the checks the import makes of the same
+asserts on the same replies. They must agree, except where the docs say ours is stricter.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from agentlasso.domain.checks import Check
+from agentlasso.domain.grades import Observation
+from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.grading import grade_case
+from agentlasso.importers.promptfoo_asserts import Mapped, map_assert
+from tests.support import promptfoo
+
+REPLIES = [
+    "Your refund is on its way",
+    "REFUND issued for order 1234",
+    '{"order": "1234", "status": "shipped"}',
+    '{ "order" : "1234" ,\n  "status": "pending" }',
+    'Here it is: {"order": "1234"}',
+    "ÉCOLE: the answer",
+    "  padded answer  ",
+    "Yes",
+    "[1, 2, 3]",
+]
+ORDER_SCHEMA = {
+    "type": "object",
+    "required": ["status"],
+    "properties": {"status": {"enum": ["shipped"]}},
+}
+ASSERTS: list[dict[str, Any]] = [
+    {"type": "contains", "value": "Refund"},
+    {"type": "contains", "value": "refund"},
+    {"type": "contains", "value": "1234"},
+    {"type": "icontains", "value": "REFUND"},
+    {"type": "icontains", "value": "école"},
+    {"type": "not-contains", "value": "REFUND"},
+    {"type": "not-icontains", "value": "shipped"},
+    {"type": "regex", "value": "order \\d+"},
+    {"type": "regex", "value": "^\\{"},
+    {"type": "regex", "value": "[A-Z]{4,}"},
+    {"type": "not-regex", "value": "[A-Z]{4,}"},
+    {"type": "equals", "value": "Yes"},
+    {"type": "equals", "value": "yes"},
+    {"type": "equals", "value": "  padded answer  "},
+    {"type": "equals", "value": "padded answer"},
+    {"type": "equals", "value": {"order": "1234", "status": "shipped"}},
+    {"type": "equals", "value": [1, 2, 3]},
+    {"type": "is-json"},
+    {"type": "is-json", "value": ORDER_SCHEMA},
+    {"type": "contains-json"},
+    {"type": "contains-json", "value": ORDER_SCHEMA},
+]
+# Ours fails replies with prose around the JSON, which promptfoo finds anywhere (stricter).
+STRICTER = {"contains-json"}
+_checks = msgspec.json.Decoder(tuple[Check, ...])
+
+
+@pytest.fixture(scope="module")
+def promptfoo_verdicts(promptfoo_installed: Path, tmp_path_factory: pytest.TempPathFactory
+                       ) -> list[list[bool]]:  # fmt: skip
+    """promptfoo's pass or fail of each assert (columns) on each reply (rows)."""
+    folder = tmp_path_factory.mktemp("agreement")
+    config = {
+        "prompts": ["{{reply}}"],
+        "providers": ["echo"],
+        "tests": [{"vars": {"reply": reply}, "assert": ASSERTS} for reply in REPLIES],
+    }
+    (folder / "config.json").write_text(json.dumps(config))
+    command = [str(promptfoo_installed), "eval", "-c", "config.json", "-o", "out.json",
+               "--no-cache", "--no-table", "--no-write", "--no-progress-bar"]  # fmt: skip
+    done = subprocess.run(
+        command, cwd=folder, env=promptfoo.environment(), capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+    assert (folder / "out.json").is_file(), done.stdout + done.stderr
+    results = json.loads((folder / "out.json").read_text())["results"]["results"]
+    by_reply = {result["response"]["output"]: result for result in results}
+    return [
+        [part["pass"] for part in by_reply[reply]["gradingResult"]["componentResults"]]
+        for reply in REPLIES
+    ]
+
+
+def ours(assertion: dict[str, Any], reply: str) -> bool:
+    """Whether the checks the import makes of the assert all pass on the reply."""
+    mapped = map_assert(assertion, {})
+    assert isinstance(mapped, Mapped), mapped
+    wire = [{"id": f"c{index}", **check} for index, check in enumerate(mapped.checks)]
+    content = TestCaseContent(input="q", checks=_checks.decode(msgspec.json.encode(wire)))
+    result = grade_case(content, Observation(actual_output=reply))
+    return all(check.passed for check in result.check_results)
+
+
+def test_the_imported_checks_agree_with_promptfoo_on_every_reply(
+    promptfoo_verdicts: list[list[bool]],
+) -> None:
+    disagreements = []
+    for reply, verdicts in zip(REPLIES, promptfoo_verdicts, strict=True):
+        for assertion, theirs in zip(ASSERTS, verdicts, strict=True):
+            mine = ours(assertion, reply)
+            stricter_only = assertion["type"] in STRICTER and theirs and not mine
+            if mine != theirs and not stricter_only:
+                disagreements.append((reply, assertion, f"promptfoo {theirs}, ours {mine}"))
+    assert disagreements == []
+
+
+def test_contains_json_is_stricter_only_where_the_reply_has_prose_around_it(
+    promptfoo_verdicts: list[list[bool]],
+) -> None:
+    column = ASSERTS.index({"type": "contains-json"})
+    differ = [
+        reply
+        for reply, verdicts in zip(REPLIES, promptfoo_verdicts, strict=True)
+        if verdicts[column] != ours(ASSERTS[column], reply)
+    ]
+    assert differ == ['Here it is: {"order": "1234"}']
