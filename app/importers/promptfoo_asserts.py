@@ -137,18 +137,31 @@ def _regex(value: Any, inverse: bool) -> Mapped | str:
 
 
 def _json(base: str, value: Any) -> Mapped | str:
-    stricter = (
-        " (stricter: the whole reply must be JSON, where promptfoo finds JSON anywhere in it)"
-        if base == "contains-json"
-        else ""
-    )
+    if base == "contains-json":
+        return _contains_json(value)
     if value is None or value == "":
-        return Mapped([{"type": "output_valid_json"}], "output_valid_json" + stricter)
+        return Mapped([{"type": "output_valid_json"}], "output_valid_json")
     schema = _schema(value)
     if schema is None:
         return f"{base} needs a JSON Schema (an object) as its value"
     check = {"type": "output_matches_schema", "schema": schema}
-    return Mapped([check], "output_matches_schema (JSON Schema 2020-12)" + stricter)
+    return Mapped([check], "output_matches_schema (JSON Schema 2020-12)")
+
+
+def _contains_json(value: Any) -> Mapped | str:
+    """promptfoo finds a JSON object anywhere in the reply; ours needs the reply to be one."""
+    how = "output_matches_schema (stricter: the whole reply must be a JSON object, where "
+    how += "promptfoo finds one anywhere in it)"
+    if value is None or value == "":
+        return Mapped([{"type": "output_matches_schema", "schema": _OBJECT}], how)
+    schema = _schema(value)
+    if schema is None:
+        return "contains-json needs a JSON Schema (an object) as its value"
+    check = {"type": "output_matches_schema", "schema": {"allOf": [_OBJECT, schema]}}
+    return Mapped([check], how)
+
+
+_OBJECT = {"type": "object"}
 
 
 def _schema(value: Any) -> dict[str, Any] | None:

@@ -100,7 +100,7 @@ async def test_promptfoos_meaning_is_kept_in_the_checks(client: httpx.AsyncClien
     refund, dates, german, french, status, _tools = await all_cases(client, dataset["id"])
     assert refund["input"] == "My order #1234 arrived broken, I want my money back"
     assert refund["checks"][1] == {"id": "c2", "type": "latency_below", "ms": 3000,
-                                   "severity": "critical"}  # fmt: skip
+                                   "total": False, "severity": "critical"}  # fmt: skip
     assert refund["checks"][3]["value"] == "#1234"  # no letters: plain text means the same
     assert dates["checks"][2]["value"] == "(?-i)Guaranteed"  # promptfoo's contains has case
     assert (german["input"], french["input"]) == (
