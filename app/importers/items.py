@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -89,3 +90,22 @@ def unreadable(
 def compact_json(value: Any) -> str:
     """A value as compact JSON text."""
     return msgspec.json.encode(value).decode()
+
+
+def js_string(value: Any) -> str:
+    """A scalar as JavaScript's String() spells it (promptfoo compares such strings)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        if value.is_integer() and abs(value) < 1e21:
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, str):
+        return value
+    return str(value) if isinstance(value, int) else msgspec.json.encode(value).decode()

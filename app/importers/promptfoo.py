@@ -15,8 +15,15 @@ from typing import IO, Any
 import msgspec
 
 from agentlasso.errors import FieldError, InvalidInput
-from agentlasso.importers.documents import js_string, load_document, read_bounded
-from agentlasso.importers.items import ImportItem, ItemReport, NotImported, Source, unreadable
+from agentlasso.importers.documents import load_document, read_bounded
+from agentlasso.importers.items import (
+    ImportItem,
+    ItemReport,
+    NotImported,
+    Source,
+    js_string,
+    unreadable,
+)
 from agentlasso.importers.promptfoo_asserts import Mapped, map_assert
 
 MAX_CASES_PER_TEST = 1_000

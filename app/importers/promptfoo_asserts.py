@@ -12,10 +12,10 @@ import re
 from typing import Any
 
 import msgspec
-import yaml
 
 from agentlasso.grading.patterns import regex_compile_error
-from agentlasso.importers.documents import js_string
+from agentlasso.importers.items import js_string
+from agentlasso.importers.yaml_documents import YamlProblem, load_yaml
 
 CODE_ASSERTS = frozenset({"javascript", "python", "ruby"})
 # promptfoo's template syntax (Nunjucks): `{{ var }}` is filled in from the test's vars.
@@ -167,8 +167,8 @@ _OBJECT = {"type": "object"}
 def _schema(value: Any) -> dict[str, Any] | None:
     if isinstance(value, str):
         try:  # promptfoo reads a text schema as YAML (JSON is YAML)
-            value = yaml.load(value[:65_536], Loader=yaml.SafeLoader)
-        except yaml.YAMLError:
+            value = load_yaml(value)
+        except YamlProblem:
             return None
     return value if isinstance(value, dict) else None
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 from uuid import UUID
 
@@ -28,7 +28,7 @@ from agentlasso.errors import (
 from agentlasso.importers import csv_cases
 from agentlasso.importers.items import ImportItem
 from agentlasso.services.platform import Platform
-from agentlasso.services.test_cases import content_problems, count_new_cases, prepare_content
+from agentlasso.services.test_cases import count_new_cases, prepare_content
 
 COPY_BATCH = 5_000
 EXPORT_PAGE = 1_000
@@ -66,10 +66,12 @@ async def split_lines(chunks: AsyncIterable[bytes], max_bytes: int) -> AsyncIter
 
 
 class Validator:
-    """Validates cases as they arrive and spools the valid ones, until the first bad one."""
+    """Validates cases as they arrive and spools the valid ones (or hands each to `sink`),
+    until the first bad one."""
 
-    def __init__(self) -> None:
+    def __init__(self, sink: Callable[[TestCaseContent], None] | None = None) -> None:
         self.spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY_BYTES)  # noqa: SIM115
+        self.sink = sink
         self.errors: list[FieldError] = []
         self.error_lines = 0
         self.valid = 0
@@ -107,7 +109,10 @@ class Validator:
     def _keep(self, content: TestCaseContent) -> None:
         if self.errors:
             return  # after a bad line nothing more is kept: nothing will be imported
-        self.spool.write(_encoder.encode(content) + b"\n")
+        if self.sink is None:
+            self.spool.write(_encoder.encode(content) + b"\n")
+        else:
+            self.sink(content)
         self.valid += 1
 
     def _reject(self, problems: list[FieldError]) -> None:
@@ -132,11 +137,10 @@ def _parse(raw: bytes) -> TestCaseContent | list[FieldError]:
     if twice:
         detail = f"Give {twice[0]} once, in snake_case or camelCase, not both."
         return [FieldError(pointer=f"/{twice[0]}", detail=detail)]
-    content = line.content()
-    problems = content_problems(content)
-    if problems:
-        return problems
-    return prepare_content(content)
+    try:
+        return prepare_content(line.content())  # which checks what the shape cannot say
+    except InvalidInput as exc:
+        return exc.errors
 
 
 def _parse_case(case: dict[str, Any]) -> TestCaseContent | list[FieldError]:
@@ -189,7 +193,7 @@ async def store_validated(
         # Held until the cases are in, so the dataset cannot be deleted under the import.
         if await dataset_rows.lock_for_run(connection, project_id, dataset_id) is None:
             raise NotFound("No dataset with this id in your project.")
-        await _copy(connection, dataset_id, validator.contents())
+        await copy_cases(connection, dataset_id, validator.contents())
         await count_new_cases(platform, connection, dataset_id, validator.valid)
     if validator.valid >= ANALYZE_AFTER_CASES:
         await case_rows.refresh_planner_statistics(platform.pool)
@@ -220,9 +224,10 @@ async def _validate(
     return number
 
 
-async def _copy(
-    connection: Connection, dataset_id: UUID, contents: Iterator[TestCaseContent]
+async def copy_cases(
+    connection: Connection, dataset_id: UUID, contents: Iterable[TestCaseContent]
 ) -> None:
+    """COPY the cases into the dataset, a batch at a time (in the caller's transaction)."""
     batch: list[tuple[Any, ...]] = []
     for content in contents:
         batch.append(case_rows.revision_values(uuid.uuid4(), uuid.uuid4(), dataset_id, 1, content))
