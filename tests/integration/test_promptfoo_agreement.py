@@ -1,8 +1,10 @@
-"""The checks imported from promptfoo asserts pass and fail as promptfoo's own asserts do.
+"""The import reads promptfoo files as promptfoo does, and its checks grade as promptfoo's.
 
 promptfoo runs its asserts on a set of replies (its `echo` provider answers with the prompt,
 here the reply itself, offline); our grading runs the checks the import makes of the same
 asserts on the same replies. They must agree, except where the docs say ours is stricter.
+And YAML values read by our loader are those promptfoo's js-yaml (with promptfoo's schema)
+reads from the same text.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from agentlasso.domain.grades import Observation
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.grading import grade_case
 from agentlasso.importers.promptfoo_asserts import Mapped, map_assert
+from agentlasso.importers.yaml_documents import YamlProblem, load_yaml
 from tests.support import promptfoo
 
 REPLIES = [
@@ -136,3 +139,49 @@ def test_contains_json_is_stricter_only_where_the_reply_has_prose_around_it(
         if verdicts[column] != ours(ASSERTS[column], reply)
     ]
     assert differ == ['Here it is: {"order": "1234"}']
+
+
+YAML_SNIPPETS = [
+    "a: yes\nb: no\nc: on\nd: off\ne: y",
+    "a: 012\nb: 0o17\nc: 0x1F\nd: -12\ne: +12\nf: 1_000\ng: 1:30",
+    "a: 1e3\nb: 1.\nc: .5\nd: -0.25\ne: 6.02e+23",
+    "a: ~\nb: null\nc: Null\nd: NULL\ne:\nf: TRUE\ng: False",
+    "a: 'it''s'\nb: \"tab\\there\\u00e9\"\nc: |\n  block\n  text\nd: >\n  folded\n  text\n",
+    "base: &b {x: 1, y: 2}\nm: {<<: *b, y: 3}\nl: [*b, *b]",
+    "1: one\ntrue: yes\nnull: nothing\n1.5: x",
+    "a: !!str 12\nb: !!int '7'\nc: !!float 1\nd: [1, '2', three, {k: v}]",
+    "tests:\n  - vars: {q: 'a: b', n: 3}\n    assert: [{type: equals, value: 3}]",
+    "a: 1\na: 2",
+]
+
+
+def js_yaml(snippets: list[str], promptfoo_installed: Path) -> list[Any]:
+    """Each snippet as promptfoo's js-yaml (its load schema) reads it: a value, or an error."""
+    js_yaml_dir = promptfoo.cache_dir() / "node_modules" / "js-yaml"
+    script = f"""
+    const yaml = require({json.dumps(str(js_yaml_dir))});
+    const schema = yaml.CORE_SCHEMA.withTags(yaml.mergeTag, yaml.binaryTag, yaml.timestampTag);
+    const out = JSON.parse(require("fs").readFileSync(0, "utf8")).map((text) => {{
+      try {{ return {{value: yaml.load(text, {{schema}})}}; }}
+      catch (e) {{ return {{error: String(e.message).split("\\n")[0]}}; }}
+    }});
+    process.stdout.write(JSON.stringify(out));
+    """
+    node = promptfoo.node_bin() / "node"
+    done = subprocess.run(
+        [str(node), "-e", script], input=json.dumps(snippets), capture_output=True, text=True,
+        timeout=60, check=True,
+    )  # fmt: skip
+    return list(json.loads(done.stdout))
+
+
+def test_yaml_reads_as_promptfoo_reads_it(promptfoo_installed: Path) -> None:
+    theirs = js_yaml(YAML_SNIPPETS, promptfoo_installed)
+    for text, their in zip(YAML_SNIPPETS, theirs, strict=True):
+        try:
+            mine: dict[str, Any] = {"value": json.loads(json.dumps(load_yaml(text)))}
+        except YamlProblem as exc:
+            mine = {"error": exc.detail}
+        assert ("error" in mine) == ("error" in their), (text, mine, their)
+        if "value" in mine:
+            assert mine["value"] == their["value"], text
