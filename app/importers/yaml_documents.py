@@ -139,12 +139,7 @@ class _Builder:
             return
         parent = self.stack[-1]
         parent.size += 1
-        if parent.is_list:
-            parent.value.append(value)  # type: ignore[union-attr]
-        elif parent.key is _NO_KEY:
-            parent.key = ("<<" if plain and value == "<<" else None, value)
-        else:
-            self._put(parent, value, event)
+        self._place(parent, value, event, plain)
 
     def start_mapping(self, event: Any) -> None:
         self.start(event, {})
@@ -204,10 +199,14 @@ class _Builder:
             if parent.depth > MAX_DOCUMENT_DEPTH:
                 raise YamlProblem(f"Nested more than {MAX_DOCUMENT_DEPTH} levels deep (through "
                                   "aliases).", _line(event))  # fmt: skip
+        self._place(parent, value, event, merge)
+
+    def _place(self, parent: _Frame, value: Any, event: Any, may_merge: bool) -> None:
+        """The value as the parent's next item, key, or value of its pending key."""
         if parent.is_list:
             parent.value.append(value)  # type: ignore[union-attr]
         elif parent.key is _NO_KEY:
-            parent.key = ("<<" if merge and value == "<<" else None, value)
+            parent.key = ("<<" if may_merge and value == "<<" else None, value)
         else:
             self._put(parent, value, event)
 

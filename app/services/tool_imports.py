@@ -35,6 +35,7 @@ from agentlasso.services.transfer import (
     SPOOL_IN_MEMORY_BYTES,
     Validator,
     copy_cases,
+    raise_if_invalid,
     require_dataset,
 )
 
@@ -154,13 +155,7 @@ def _read(source_format: str, file: IO[bytes], handover: _Handover, max_cases: i
 
 def _raise_if_rejected(validator: Validator, reports: ReportList, source: Source) -> None:
     noun = source.noun
-    if validator.errors:
-        first = validator.errors[0].item
-        raise InvalidInput(
-            f"Nothing was imported: {validator.error_lines} of {reports.seen} {noun}s cannot be "
-            f"read as test cases (the first is {noun} {first}).",
-            validator.errors,
-        )
+    raise_if_invalid(validator, reports.seen, noun)
     if validator.valid == 0:
         why = [
             FieldError(item=report.item, detail=f"{lost.what}: {lost.why}")

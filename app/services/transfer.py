@@ -238,14 +238,20 @@ async def copy_cases(
         await case_rows.copy_test_cases(connection, batch)
 
 
-def _raise_if_rejected(validator: Validator, lines: int) -> None:
+def raise_if_invalid(validator: Validator, count: int, noun: str = "line") -> None:
+    """InvalidInput naming the bad lines (or items: `noun`) when there are any."""
     if validator.errors:
-        first = validator.errors[0].line
+        first_error = validator.errors[0]
+        first = first_error.line if noun == "line" else first_error.item
         raise InvalidInput(
-            f"Nothing was imported: {validator.error_lines} of {lines} lines are not valid "
-            f"test cases (the first is line {first}).",
+            f"Nothing was imported: {validator.error_lines} of {count} {noun}s are not valid "
+            f"test cases (the first is {noun} {first}).",
             validator.errors,
         )
+
+
+def _raise_if_rejected(validator: Validator, lines: int) -> None:
+    raise_if_invalid(validator, lines)
     if validator.valid == 0:
         raise MalformedBody("The import holds no test case: send one JSON object per line.")
 

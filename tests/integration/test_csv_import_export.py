@@ -12,6 +12,7 @@ import httpx
 
 from agentlasso.domain.checks import ABOUT, CHECK_TYPES
 from tests.integration.test_import_export import all_cases, comparable, count_cases, jsonl
+from tests.integration.test_tool_imports import import_file
 from tests.support.api import create_dataset
 from tests.support.assertions import assert_problem
 
@@ -67,12 +68,7 @@ async def export_csv(client: httpx.AsyncClient, dataset_id: str) -> httpx.Respon
 
 
 async def import_csv(client: httpx.AsyncClient, dataset_id: str, body: bytes) -> httpx.Response:
-    return await client.post(
-        f"/api/v1/datasets/{dataset_id}/test-cases/import",
-        params={"format": "csv"},
-        content=body,
-        headers=CSV,
-    )
+    return await import_file(client, dataset_id, "csv", body, CSV)
 
 
 async def test_every_kind_of_case_exports_to_csv_and_imports_back_unchanged(
