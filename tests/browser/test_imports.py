@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from playwright.async_api import Page, expect
+from playwright.async_api import FilePayload, Page, expect
 
 from tests.support.browser import assert_accessible, screenshot
 
@@ -25,9 +25,12 @@ async def test_a_promptfoo_file_is_imported_with_a_report_per_test(signed_in_pag
     await new_dataset(page)
     await page.get_by_role("button", name="Import").click()
     body = (FIXTURES / "tests_only.yaml").read_bytes()
-    await page.get_by_label("File", exact=True).set_input_files(
-        files=[{"name": "tests_only.yaml", "mimeType": "application/yaml", "buffer": body}]
-    )
+    upload: FilePayload = {
+        "name": "tests_only.yaml",
+        "mimeType": "application/yaml",
+        "buffer": body,
+    }
+    await page.get_by_label("File", exact=True).set_input_files(files=[upload])
     await page.get_by_role("button", name="Import").click()
     await expect(page.get_by_role("heading", name="Import from promptfoo")).to_be_visible()
     await expect(page.get_by_role("status")).to_contain_text("Imported 2 test cases")
