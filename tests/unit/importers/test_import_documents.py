@@ -17,7 +17,13 @@ from agentlasso.errors import BodyTooLarge, InvalidInput
 from agentlasso.importers import csv_cases
 from agentlasso.importers.documents import load_document, read_bounded, read_records
 from agentlasso.importers.formats import detect_format
-from agentlasso.importers.items import js_string
+from agentlasso.importers.items import (
+    MAX_REPORTED_ITEMS,
+    ItemReport,
+    NotImported,
+    ReportList,
+    js_string,
+)
 from agentlasso.importers.yaml_documents import YamlProblem, load_yaml
 
 
@@ -146,3 +152,15 @@ def test_a_csv_row_reads_back_as_the_case_it_was_written_from(
     (case,) = item.cases
     read = msgspec.convert({"checks_version": 1, **case}, TestCaseContent)
     assert read == content
+
+
+def test_a_large_files_report_lists_what_was_not_imported_first() -> None:
+    reports = ReportList()
+    for number in range(1, 1_501):
+        lost = (NotImported("assert 1 (python)", "it runs code"),) if number % 500 == 0 else ()
+        reports.add(ItemReport(item=number, label=f"test {number}", cases=1, not_imported=lost))
+    shown = reports.reports()
+    assert len(shown) == MAX_REPORTED_ITEMS
+    assert [r.item for r in shown if r.not_imported] == [500, 1_000, 1_500]
+    assert [r.item for r in shown] == sorted(r.item for r in shown)
+    assert reports.not_imported == 3 and reports.seen == 1_500
