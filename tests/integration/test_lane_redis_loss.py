@@ -26,7 +26,7 @@ from agentlasso.domain.test_cases import PinnedCase, TestCaseContent
 from agentlasso.judge.model_calls import JudgeSettings
 from agentlasso.judge.setup import build_judge
 from agentlasso.judge.simulated_user import SimulatedUserPlayer
-from agentlasso.services.recording import CaseTrial
+from agentlasso.services.recording import CaseTrial, RunGrading
 from agentlasso_workers import lanes
 from agentlasso_workers.conversations import most_calls
 from agentlasso_workers.simulated_users import NO_SLOT, SimulatedUsers
@@ -70,11 +70,12 @@ async def state(settings: Settings) -> AsyncIterator[tuple[WorkerState, int]]:
 def plan_and_item(
     agent: ConversationalAgent, agent_limit: int | None
 ) -> tuple[lanes.RunPlan, CaseTrial]:
+    run_id = uuid.uuid4()
     plan = lanes.RunPlan(
-        run_id=uuid.uuid4(), project_id=uuid.uuid4(), total=1, case_count=1, chunk_size=1,
+        run_id=run_id, project_id=uuid.uuid4(), total=1, case_count=1, chunk_size=1,
         agent_id=uuid.uuid4(), agent_limit=agent_limit,
         target=AgentTarget(url=agent.url, headers={}, timeout_s=10), context={},
-        judge_configured=False,
+        grading=RunGrading(run_id=run_id, judge_configured=False),
     )  # fmt: skip
     content = TestCaseContent(
         conversation=Conversation(turns=tuple(ScriptedTurn(user=text) for text in TURNS))
