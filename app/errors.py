@@ -39,6 +39,12 @@ class NotAuthenticated(AgentLassoError):
     title = "Not authenticated"
 
 
+class BeyondScope(AgentLassoError):
+    """A live key (or a session opened with one) asking for more than its scope allows."""
+
+    title = "Beyond the key's scope"
+
+
 class NotFound(AgentLassoError):
     """The object does not exist in the caller's project (or at all: we do not say which).
 

@@ -32,9 +32,11 @@ CREATE TABLE api_keys (
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     revoked_at timestamp with time zone,
     last_used_at timestamp with time zone,
+    scope text NOT NULL,
     CONSTRAINT api_keys_key_hash_key UNIQUE (key_hash),
     CONSTRAINT api_keys_pkey PRIMARY KEY (id),
-    CONSTRAINT api_keys_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
+    CONSTRAINT api_keys_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
+    CONSTRAINT api_keys_scope_check CHECK ((scope = ANY (ARRAY['admin'::text, 'ci'::text, 'ingest'::text, 'read'::text])))
 );
 CREATE INDEX api_keys_prefix_idx ON api_keys USING btree (prefix);
 

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from agentlasso.domain.scopes import SCOPE_MEANINGS, Scope
+
 
 def dev(args: argparse.Namespace) -> int:
     """`agentlasso dev`: the whole platform on this machine."""
@@ -114,9 +116,14 @@ def keys_create(args: argparse.Namespace) -> int:
     from agentlasso.config import load_settings
     from agentlasso.services.api_keys import create_key_for_project_name
 
-    key = asyncio.run(create_key_for_project_name(load_settings().database_url, args.project))
-    print(f"Created an API key for project {args.project!r}. It is shown once; store it now.")
-    print(key)
+    scope = Scope(args.scope)
+    url = load_settings().database_url
+    created = asyncio.run(create_key_for_project_name(url, args.project, scope))
+    print(
+        f"Created an API key of scope {created.scope.value!r} ({SCOPE_MEANINGS[scope]}) for "
+        f"project {args.project!r}. It is shown once; store it now."
+    )
+    print(created.key)
     return 0
 
 
@@ -173,6 +180,15 @@ def add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     key_commands = keys.add_subparsers(dest="keys_command", required=True)
     create = key_commands.add_parser("create", help="create a project key")
     create.add_argument("--project", required=True)
+    create.add_argument(
+        "--scope",
+        choices=[scope.value for scope in Scope],
+        default=Scope.ADMIN.value,
+        # The operator's first key sets the project up (agents, datasets), as keys always did;
+        # narrower keys for CI, exporters and readers are asked for by name.
+        help="what the key may do: admin (everything, the default), ci (runs and results), "
+        "ingest (OTLP traces only), read (GET only)",
+    )
     create.set_defaults(handler=keys_create)
     revoke = key_commands.add_parser("revoke", help="revoke a key by its prefix")
     revoke.add_argument("key_prefix")

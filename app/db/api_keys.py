@@ -5,9 +5,12 @@ from __future__ import annotations
 from uuid import UUID
 
 from agentlasso.db.pool import Connection, Executor
+from agentlasso.domain.scopes import LiveKey, Scope
 from agentlasso.domain.web import ApiKeyInfo
 
-_INSERT = "INSERT INTO api_keys (project_id, prefix, key_hash) VALUES ($1, $2, $3)"
+_INSERT = """
+INSERT INTO api_keys (project_id, prefix, key_hash, scope) VALUES ($1, $2, $3, $4)
+"""
 
 _ACTIVE_WITH_PREFIX = """
 SELECT id FROM api_keys WHERE prefix = $1 AND revoked_at IS NULL
@@ -16,11 +19,11 @@ SELECT id FROM api_keys WHERE prefix = $1 AND revoked_at IS NULL
 _REVOKE = "UPDATE api_keys SET revoked_at = now() WHERE id = $1"
 
 _ACTIVE_BY_HASH = """
-SELECT id, project_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL
+SELECT id AS key_id, project_id, scope FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL
 """
 
 _LIST = """
-SELECT id, prefix, created_at, last_used_at, revoked_at FROM api_keys
+SELECT id, prefix, scope, created_at, last_used_at, revoked_at FROM api_keys
 WHERE project_id = $1 ORDER BY revoked_at IS NOT NULL, created_at DESC
 """
 
@@ -37,10 +40,10 @@ _TOUCH = "UPDATE api_keys SET last_used_at = now() WHERE key_hash = $1"
 
 
 async def insert_key(
-    connection: Connection, project_id: UUID, prefix: str, key_hash: bytes
+    connection: Connection, project_id: UUID, prefix: str, key_hash: bytes, scope: Scope
 ) -> None:
-    """Store a new key's hash."""
-    await connection.execute(_INSERT, project_id, prefix, key_hash)
+    """Store a new key's hash and its scope."""
+    await connection.execute(_INSERT, project_id, prefix, key_hash, scope.value)
 
 
 async def active_key_ids_with_prefix(connection: Connection, prefix: str) -> list[UUID]:
@@ -53,15 +56,18 @@ async def revoke_key(connection: Connection, key_id: UUID) -> None:
     await connection.execute(_REVOKE, key_id)
 
 
-async def active_key(executor: Executor, key_hash: bytes) -> tuple[UUID, UUID] | None:
-    """(key id, project id) of an active key, or None."""
+async def active_key(executor: Executor, key_hash: bytes) -> LiveKey | None:
+    """An active key's id, project and scope, or None."""
     row = await executor.fetchrow(_ACTIVE_BY_HASH, key_hash)
-    return None if row is None else (row["id"], row["project_id"])
+    if row is None:
+        return None
+    return LiveKey(key_id=row["key_id"], project_id=row["project_id"], scope=Scope(row["scope"]))
 
 
 async def list_keys(executor: Executor, project_id: UUID) -> list[ApiKeyInfo]:
     """The project's keys, active ones first, newest first."""
-    return [ApiKeyInfo(**row) for row in await executor.fetch(_LIST, project_id)]
+    rows = await executor.fetch(_LIST, project_id)
+    return [ApiKeyInfo(**{**row, "scope": Scope(row["scope"])}) for row in rows]
 
 
 async def revoke_project_key(executor: Executor, project_id: UUID, key_id: UUID) -> bool:

@@ -6,6 +6,7 @@ from datetime import timedelta
 from uuid import UUID
 
 from agentlasso.db.pool import Executor
+from agentlasso.domain.scopes import Scope
 from agentlasso.domain.web import WebSession
 
 _INSERT_SESSION = """
@@ -14,22 +15,24 @@ VALUES ($1, $2, $3, $4, now() + $5::interval)
 """
 
 # A use keeps the session alive for `idle` more, never past `lifetime` after it began; a
-# session opened with a key ends with the key. The use is written at most once a minute: a
-# write per page would make every page view wait for a WAL flush.
+# session opened with a key ends with the key, and may do what its key may (one opened with a
+# one-time link, which `agentlasso dev` prints for its operator, may do everything). The use is
+# written at most once a minute: a write per page would make every page view wait for a WAL
+# flush.
 _USE_SESSION = """
 WITH live AS (
-    SELECT s.token_hash, s.project_id, s.csrf_token, s.last_seen_at
-    FROM web_sessions s
+    SELECT s.token_hash, s.project_id, s.csrf_token, s.last_seen_at,
+           coalesce(k.scope, 'admin') AS scope
+    FROM web_sessions s LEFT JOIN api_keys k ON k.id = s.api_key_id
     WHERE s.token_hash = $1 AND s.expires_at > now()
-      AND (s.api_key_id IS NULL
-           OR EXISTS (SELECT 1 FROM api_keys k WHERE k.id = s.api_key_id AND k.revoked_at IS NULL))
+      AND (s.api_key_id IS NULL OR (k.id IS NOT NULL AND k.revoked_at IS NULL))
 ), kept_alive AS (
     UPDATE web_sessions s
     SET last_seen_at = now(), expires_at = least(s.created_at + $2::interval, now() + $3::interval)
     FROM live
     WHERE s.token_hash = live.token_hash AND live.last_seen_at < now() - interval '1 minute'
 )
-SELECT project_id, csrf_token FROM live
+SELECT project_id, csrf_token, scope FROM live
 """
 
 _DELETE_SESSION = "DELETE FROM web_sessions WHERE token_hash = $1"
@@ -71,7 +74,11 @@ async def use_session(
 ) -> WebSession | None:
     """The live session with this token, kept alive by the use; None when there is none."""
     row = await executor.fetchrow(_USE_SESSION, token_hash, lifetime, idle)
-    return None if row is None else WebSession(**row)
+    if row is None:
+        return None
+    return WebSession(
+        project_id=row["project_id"], csrf_token=row["csrf_token"], scope=Scope(row["scope"])
+    )
 
 
 async def delete_session(executor: Executor, token_hash: bytes) -> None:

@@ -11,6 +11,7 @@ import msgspec
 from agentlasso.domain.checks import CheckType, Severity
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.runs import RunStatus
+from agentlasso.domain.scopes import Scope
 from agentlasso.domain.test_cases import TestCaseContent
 
 
@@ -19,6 +20,8 @@ class WebSession(msgspec.Struct, frozen=True, kw_only=True):
 
     project_id: UUID
     csrf_token: str
+    # The scope of the key it was opened with (`admin` for a one-time link's).
+    scope: Scope
 
 
 class ApiKeyInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -26,6 +29,7 @@ class ApiKeyInfo(msgspec.Struct, frozen=True, kw_only=True):
 
     id: UUID
     prefix: str
+    scope: Scope
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None

@@ -10,6 +10,7 @@ from litestar.connection import ASGIConnection
 from litestar.di import NamedDependency
 from litestar.handlers import BaseRouteHandler
 
+from agentlasso.http.permissions import require_scope
 from agentlasso.services.api_keys import admit
 from agentlasso.services.platform import Platform
 
@@ -31,9 +32,17 @@ def presented_key(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
 async def require_api_key(
     connection: ASGIConnection[Any, Any, Any, Any], _handler: BaseRouteHandler
 ) -> None:
-    """Guard: authenticate the caller and remember its project for the handler."""
+    """Guard: authenticate the caller, hold its key to the scope the route needs
+    (app/http/permissions.py), and remember its project for the handler."""
     platform = platform_of(connection)
-    connection.state.project_id = await admit(platform, presented_key(connection))
+    key = await admit(platform, presented_key(connection))
+    require_scope(key.scope, method_of(connection), connection.scope["path_template"])
+    connection.state.project_id = key.project_id
+
+
+def method_of(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
+    """The request's method (a websocket has none: it reads, as a GET does)."""
+    return str(connection.scope.get("method", "GET"))
 
 
 def provide_project_id(request: Request[Any, Any, Any]) -> UUID:

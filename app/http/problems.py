@@ -12,6 +12,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from agentlasso.domain.field_errors import friendlier, pointer_from_path, with_named_field
 from agentlasso.errors import (
     AgentLassoError,
+    BeyondScope,
     BodyTooLarge,
     Conflict,
     FieldError,
@@ -29,6 +30,7 @@ log = logging.getLogger("agentlasso.api")
 PROBLEM_JSON = "application/problem+json"
 _STATUS = {
     NotAuthenticated: 401,
+    BeyondScope: 403,
     NotFound: 404,
     Conflict: 409,
     MalformedBody: 400,

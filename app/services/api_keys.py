@@ -8,8 +8,11 @@ import secrets
 import time
 from uuid import UUID
 
+import msgspec
+
 from agentlasso.db import api_keys, projects
 from agentlasso.db.pool import Connection, Executor, connect
+from agentlasso.domain.scopes import LiveKey, Scope
 from agentlasso.domain.web import ApiKeyInfo
 from agentlasso.errors import Conflict, NotAuthenticated, NotFound
 from agentlasso.services.platform import Platform
@@ -36,49 +39,58 @@ def hash_key(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8")).digest()
 
 
-async def create_key(connection: Connection, project_id: UUID) -> str:
-    """Create and store a key for the project; the plain key is returned once."""
+class NewKey(msgspec.Struct, frozen=True, kw_only=True):
+    """A key just made: the key itself (shown this once) and its scope."""
+
+    key: str
+    scope: Scope
+
+
+async def create_key(connection: Connection, project_id: UUID, scope: Scope) -> NewKey:
+    """Create and store a key of this scope for the project; the plain key is returned once."""
     key = new_key()
-    await api_keys.insert_key(connection, project_id, key[:PREFIX_LENGTH], hash_key(key))
-    return key
+    await api_keys.insert_key(connection, project_id, key[:PREFIX_LENGTH], hash_key(key), scope)
+    return NewKey(key=key, scope=scope)
 
 
-async def create_key_for_project_name(database_url: str, project_name: str) -> str:
-    """Create the project if needed, then a key for it."""
+async def create_key_for_project_name(
+    database_url: str, project_name: str, scope: Scope = Scope.ADMIN
+) -> NewKey:
+    """Create the project if needed, then a key of this scope for it."""
     connection = await connect(database_url)
     try:
         async with connection.transaction():
             project_id = await projects.ensure_project(connection, project_name)
-            return await create_key(connection, project_id)
+            return await create_key(connection, project_id, scope)
     finally:
         await connection.close()
 
 
-async def authenticate(executor: Executor, key: str | None) -> UUID:
-    """The project a presented key belongs to; NotAuthenticated when it is missing or dead."""
+async def authenticate(executor: Executor, key: str | None) -> LiveKey:
+    """The live key presented; NotAuthenticated when it is missing or dead."""
     if not key:
         raise NotAuthenticated("Send a project API key as `x-api-key` or `Authorization: Bearer`.")
     found = await live_key(executor, key)
     if found is None:
         raise NotAuthenticated("The API key is not valid or has been revoked.")
-    return found[1]
+    return found
 
 
-async def live_key(executor: Executor, key: str) -> tuple[UUID, UUID] | None:
-    """(key id, project id) of a key that is one of ours and not revoked; None otherwise."""
+async def live_key(executor: Executor, key: str) -> LiveKey | None:
+    """A key that is one of ours and not revoked (its project and scope); None otherwise."""
     if not key.startswith(KEY_PREFIX) or len(key) > MAX_KEY_LENGTH:
         return None
     return await api_keys.active_key(executor, hash_key(key))
 
 
-async def admit(platform: Platform, key: str | None) -> UUID:
-    """The project of a valid key that is within its project's request rate; TooManyRequests
-    otherwise (every key of a project draws on the one bucket)."""
-    project_id = await authenticate(platform.pool, key)
+async def admit(platform: Platform, key: str | None) -> LiveKey:
+    """A valid key that is within its project's request rate; TooManyRequests otherwise (every
+    key of a project draws on the one bucket)."""
+    found = await authenticate(platform.pool, key)
     assert key is not None
     await _note_use(platform, hash_key(key))
-    await platform.limits.admit_request(project_id)
-    return project_id
+    await platform.limits.admit_request(found.project_id)
+    return found
 
 
 async def revoke_key_by_prefix(database_url: str, prefix: str) -> None:
@@ -112,9 +124,9 @@ async def list_project_keys(platform: Platform, project_id: UUID) -> list[ApiKey
     return await api_keys.list_keys(platform.pool, project_id)
 
 
-async def create_project_key(platform: Platform, project_id: UUID) -> str:
-    """A new key for the project, returned once; TooManyRequests past the keys it may create an
-    hour, Conflict when it holds as many active keys as it may."""
+async def create_project_key(platform: Platform, project_id: UUID, scope: Scope) -> NewKey:
+    """A new key of this scope for the project, returned once; TooManyRequests past the keys
+    it may create an hour, Conflict when it holds as many active keys as it may."""
     await platform.limits.take_key_creation(project_id)
     cap = platform.settings.quota_api_keys
     async with platform.pool.acquire() as connection, connection.transaction():
@@ -125,7 +137,7 @@ async def create_project_key(platform: Platform, project_id: UUID) -> str:
                 f"Your project has {active} active API keys, the most it may hold "
                 f"(AGENTLASSO_QUOTA_API_KEYS is {cap}): revoke one before creating another."
             )
-        return await create_key(connection, project_id)
+        return await create_key(connection, project_id, scope)
 
 
 async def revoke_project_key(platform: Platform, project_id: UUID, key_id: UUID) -> None:

@@ -15,6 +15,7 @@ import msgspec
 
 from agentlasso.db import web_sessions as session_rows
 from agentlasso.db.pool import Executor
+from agentlasso.domain.scopes import Scope
 from agentlasso.domain.web import WebSession
 from agentlasso.errors import NotAuthenticated
 from agentlasso.services.api_keys import live_key
@@ -46,14 +47,20 @@ def token_hash(token: str) -> bytes:
 
 
 async def sign_in_with_key(platform: Platform, key: str) -> NewSession:
-    """A session for the key's project; NotAuthenticated when the key is not a live one,
-    TooManyRequests past its project's request rate (each sign-in writes a session)."""
+    """A session for the key's project, of the key's scope; NotAuthenticated when the key is not
+    a live one or of scope `ingest`, TooManyRequests past its project's request rate (each
+    sign-in writes a session)."""
     found = await live_key(platform.pool, key.strip())
     if found is None:
         raise NotAuthenticated("That API key is not valid, or it has been revoked.")
-    key_id, project_id = found
-    await platform.limits.admit_request(project_id)
-    return await _open(platform.pool, project_id, key_id)
+    if found.scope == Scope.INGEST:
+        # Every page reads, and an ingest key reads nothing: a session would be all refusals.
+        raise NotAuthenticated(
+            'This key\'s scope is "ingest": it only sends traces. Sign in with a key of scope '
+            '"read", "ci" or "admin".'
+        )
+    await platform.limits.admit_request(found.project_id)
+    return await _open(platform.pool, found.project_id, found.key_id)
 
 
 async def sign_in_with_link(platform: Platform, token: str) -> NewSession:

@@ -19,6 +19,7 @@ from agentlasso.web.compare_pages import ComparePages
 from agentlasso.web.flaky_pages import flaky_cases
 from agentlasso.web.generation_pages import GenerationPages
 from agentlasso.web.import_pages import ImportPages
+from agentlasso.web.key_pages import KeyPages
 from agentlasso.web.page_limits import too_many_requests, within_page_rate
 from agentlasso.web.rendering import PAGE_HEADERS, STATIC_DIR, page, redirect
 from agentlasso.web.run_live import run_live
@@ -61,6 +62,7 @@ def web_routers(settings: Settings) -> list[Router]:
             VersionPages,
             CaseEditorPages,
             SettingsPages,
+            KeyPages,
             RunPages,
             RunStartPages,
             run_live,

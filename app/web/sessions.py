@@ -19,7 +19,8 @@ from litestar.handlers import BaseRouteHandler
 
 from agentlasso.domain.web import WebSession
 from agentlasso.errors import AgentLassoError
-from agentlasso.http.auth import platform_of
+from agentlasso.http.auth import method_of, platform_of
+from agentlasso.http.permissions import require_scope
 from agentlasso.services import web_sessions
 from agentlasso.services.web_sessions import IDLE, LIFETIME, NewSession
 
@@ -47,11 +48,14 @@ class ForgedRequest(AgentLassoError):
 async def require_session(
     connection: ASGIConnection[Any, Any, Any, Any], _handler: BaseRouteHandler
 ) -> None:
-    """Guard: a live session, remembered for the page; SignInRequired otherwise."""
+    """Guard: a live session whose key's scope allows the page, remembered for it;
+    SignInRequired or BeyondScope otherwise."""
     token = connection.cookies.get(SESSION_COOKIE)
     session = await web_sessions.current_session(platform_of(connection), token)
     if session is None:
         raise SignInRequired("Your session has ended: sign in again.")
+    # The same table as the API's (app/http/permissions.py), held to the key signed in with.
+    require_scope(session.scope, method_of(connection), connection.scope["path_template"])
     connection.state.session = session
 
 

@@ -10,10 +10,10 @@ from uuid import UUID
 import msgspec
 import msgspec.inspect
 from litestar import Controller, Request, Response, get, post
-from litestar.params import FromPath
 
 from agentlasso.agents import AgentCallResult
 from agentlasso.domain.agents import Agent
+from agentlasso.domain.scopes import SCOPE_MEANINGS, Scope
 from agentlasso.errors import InvalidInput, TooManyRequests
 from agentlasso.http.auth import PlatformDep
 from agentlasso.http.pagination import parse_id
@@ -23,6 +23,7 @@ from agentlasso.services import agents as agent_service
 from agentlasso.services import api_keys as key_service
 from agentlasso.services import judge_settings as judge_service
 from agentlasso.services import traces as trace_service
+from agentlasso.services.api_keys import NewKey
 from agentlasso.services.judge_settings import KeyTest
 from agentlasso.services.platform import Platform
 from agentlasso.web.agent_reply import observed, what_the_agent_did
@@ -45,36 +46,7 @@ class SettingsPages(Controller):
         self, request: Request[Any, Any, Any], platform: PlatformDep
     ) -> Response[Any]:
         """Keys, the agent, the judge."""
-        return await _settings_page(request, platform)
-
-    @post("/keys", name="create_key")
-    async def create_key(
-        self, request: Request[Any, Any, Any], platform: PlatformDep
-    ) -> Response[Any]:
-        """A new key, shown this once."""
-        project_id = session_of(request).project_id
-        form = await request.form()
-        created: list[str] = []
-
-        async def create() -> str:
-            created.append(await key_service.create_project_key(platform, project_id))
-            return "/settings#api-keys"
-
-        await once(platform, project_id, form.get("form_id"), "/settings#api-keys", create)
-        if not created:
-            # The same form sent again (a double click): the browser shows this answer, not
-            # the first one, which held the key.
-            return await _settings_page(request, platform, key_sent_twice=True)
-        return await _settings_page(request, platform, new_key=created[0])
-
-    @post("/keys/{key_id:str}/revoke", name="revoke_key")
-    async def revoke_key(
-        self, request: Request[Any, Any, Any], platform: PlatformDep, key_id: FromPath[str]
-    ) -> Response[Any]:
-        """Revoke a key at once (a session opened with it ends too)."""
-        project_id = session_of(request).project_id
-        await key_service.revoke_project_key(platform, project_id, parse_id(key_id, "key"))
-        return redirect(request, "/settings#api-keys")
+        return await settings_page(request, platform)
 
     @post("/agent", name="save_agent")
     async def save_agent(
@@ -94,7 +66,7 @@ class SettingsPages(Controller):
         if errors:
             if text(form, "headers").strip() and "headers" not in errors:
                 errors["headers"] = "Headers are never shown back: type them again."
-            return await _settings_page(
+            return await settings_page(
                 request, platform, agent_form=form, agent_errors=errors, status_code=422
             )
         return redirect(request, "/settings?agent_saved=1#your-agent")
@@ -122,18 +94,18 @@ class SettingsPages(Controller):
         message = text(form, "message") or "Hello"
         if agent is None:
             errors = {"message": "Register your agent first (the form above)."}
-            return await _settings_page(
+            return await settings_page(
                 request, platform, test_errors=errors, message=message, status_code=409
             )
         try:
             call = await agent_service.invoke_agent(platform, project_id, agent.id, message, None)
         except TooManyRequests as exc:
-            refused = await _settings_page(
+            refused = await settings_page(
                 request, platform, test_errors={"message": exc.detail}, message=message,
                 status_code=429,
             )  # fmt: skip
             return with_retry_after(refused, exc)
-        return await _settings_page(request, platform, test_call=call, message=message)
+        return await settings_page(request, platform, test_call=call, message=message)
 
     @post("/judge", name="save_judge")
     async def save_judge(
@@ -151,7 +123,7 @@ class SettingsPages(Controller):
         try:
             await judge_service.update_judge_settings(platform, project_id, changes)
         except InvalidInput as exc:
-            return await _settings_page(
+            return await settings_page(
                 request, platform, judge_form=form, judge_errors=by_field(exc.errors),
                 status_code=422,
             )  # fmt: skip
@@ -167,9 +139,9 @@ class SettingsPages(Controller):
             outcome = await judge_service.try_judge_key(platform, project_id)
         except TooManyRequests as exc:
             refused = KeyTest(ok=False, model="", detail=exc.detail)
-            answer = await _settings_page(request, platform, key_test=refused, status_code=429)
+            answer = await settings_page(request, platform, key_test=refused, status_code=429)
             return with_retry_after(answer, exc)
-        return await _settings_page(request, platform, key_test=outcome)
+        return await settings_page(request, platform, key_test=outcome)
 
     @post("/traces", name="save_trace_settings")
     async def save_traces(
@@ -183,7 +155,7 @@ class SettingsPages(Controller):
         days = raw if not raw.lstrip("-").isdigit() or len(raw) > 9 else int(raw)
         written = checked({"retention_days": days}, TraceSettingsUpdate, errors)
         if written is None:
-            return await _settings_page(
+            return await settings_page(
                 request, platform, retention_typed=raw, trace_errors=errors, status_code=422
             )
         await trace_service.set_retention_days(platform, project_id, written.retention_days)
@@ -266,12 +238,13 @@ async def _store_agent(
     await agent_service.update_agent(platform, project_id, current.id, fields)
 
 
-async def _settings_page(
+async def settings_page(
     request: Request[Any, Any, Any],
     platform: Platform,
     *,
-    new_key: str | None = None,
+    new_key: NewKey | None = None,
     key_sent_twice: bool = False,
+    key_errors: dict[str, str] | None = None,
     agent_form: Mapping[str, Any] | None = None,
     agent_errors: dict[str, str] | None = None,
     test_call: AgentCallResult | None = None,
@@ -284,6 +257,7 @@ async def _settings_page(
     trace_errors: dict[str, str] | None = None,
     status_code: int = 200,
 ) -> Response[Any]:
+    """The Settings page, showing what its last form did (or why it was refused)."""
     project_id = session_of(request).project_id
     saved = request.query_params
     return page(
@@ -293,6 +267,8 @@ async def _settings_page(
         keys=await key_service.list_project_keys(platform, project_id),
         new_key=new_key,
         key_sent_twice=key_sent_twice,
+        key_errors=key_errors or {},
+        scope_choices=[(scope.value, f"{scope.value}: {SCOPE_MEANINGS[scope]}") for scope in Scope],
         **await _agent_section(platform, project_id, agent_form, agent_errors),
         **_test_call_section(test_call, test_errors),
         message=message,

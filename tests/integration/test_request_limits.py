@@ -18,6 +18,7 @@ from redis.asyncio import Redis
 
 from agentlasso.config import Settings
 from agentlasso.coordination.rate_limits import TokenBucket, take_together
+from agentlasso.domain.scopes import Scope
 from agentlasso.server import create_app
 from agentlasso.services.api_keys import create_key
 from tests.e2e.test_server_recovery import private_redis
@@ -56,7 +57,8 @@ async def another_key_of(database_url: str, key: str) -> str:
     """A second active key of the same project."""
     connection = await asyncpg.connect(database_url)
     try:
-        return await create_key(connection, await project_of(connection, key))
+        project_id = await project_of(connection, key)
+        return (await create_key(connection, project_id, Scope.ADMIN)).key
     finally:
         await connection.close()
 
@@ -238,7 +240,8 @@ async def test_new_keys_are_bounded_in_number_and_in_rate(served: Served, api_ke
 
         async def create() -> httpx.Response:
             return await web.post(
-                "/settings/keys", data={"csrf_token": token, "form_id": secrets.token_urlsafe(16)}
+                "/settings/keys",
+                data={"csrf_token": token, "form_id": secrets.token_urlsafe(16), "scope": "ci"},
             )
 
         second = await create()

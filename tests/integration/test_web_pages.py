@@ -516,7 +516,7 @@ def key_id_of(settings_page: str, key: str) -> str:
 async def test_revoking_the_key_a_session_signed_in_with_ends_that_session(
     base_url: str, api_key: str, person: Person, client: httpx.AsyncClient
 ) -> None:
-    created = await person.post("/settings/keys", form_id=secrets.token_urlsafe(16))
+    created = await person.post("/settings/keys", form_id=secrets.token_urlsafe(16), scope="admin")
     assert created.status_code == 200
     second_key = value_of_input(created.text, "new_key")
     async with browser(base_url) as admin_web:
@@ -1107,8 +1107,8 @@ async def test_run_with_no_agent_registered_says_to_register_one(
 
 async def test_create_key_sent_twice_makes_one_key(person: Person) -> None:
     form_id = secrets.token_urlsafe(16)
-    first = await person.post("/settings/keys", form_id=form_id)
-    second = await person.post("/settings/keys", form_id=form_id)
+    first = await person.post("/settings/keys", form_id=form_id, scope="ci")
+    second = await person.post("/settings/keys", form_id=form_id, scope="ci")
     assert first.status_code == 200
     assert "Your new API key" in shown_text(first.text)
     # A browser shows the second answer: it says the key was made, and how to recover.

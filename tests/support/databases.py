@@ -9,6 +9,7 @@ import asyncpg
 import msgspec
 
 from agentlasso.db.migrations import apply_migrations
+from agentlasso.domain.scopes import Scope
 from agentlasso.services.api_keys import create_key_for_project_name
 
 
@@ -52,6 +53,9 @@ async def drop_database(server_url: str, database_url: str) -> None:
         await admin.close()
 
 
-async def new_project_key(database_url: str, prefix: str = "test") -> str:
+async def new_project_key(
+    database_url: str, prefix: str = "test", scope: Scope = Scope.ADMIN
+) -> str:
     """A key for a brand-new project, so tests never see each other's objects."""
-    return await create_key_for_project_name(database_url, f"{prefix}-{uuid.uuid4().hex[:12]}")
+    name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+    return (await create_key_for_project_name(database_url, name, scope)).key
