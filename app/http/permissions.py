@@ -169,6 +169,9 @@ PAGE_RULES: Final = _rules(
 )
 
 RULES: Final = {**API_RULES, **PAGE_RULES}
+# Open to everyone, with no key or session: probes, metrics, signing in, static files, and the
+# API's own description (each path here and every path beneath it).
+OPEN_PATHS: Final = ("/health", "/ready", "/metrics", "/login", "/static", "/schema")
 # Whoever is signed in may ask which methods a path takes.
 ANY_SCOPE_METHODS: Final = frozenset({"OPTIONS"})
 # A route missing from the table (a test fails for it first) is refused to all but admin.
@@ -178,6 +181,11 @@ UNLISTED: Final = Rule(ADMIN, "this request")
 def route_key(method: str, path_template: str) -> str:
     """How the table names a route: `POST /api/v1/agents`."""
     return f"{method.upper()} {path_template}"
+
+
+def is_open(path_template: str) -> bool:
+    """Whether a path is one of OPEN_PATHS, or beneath one."""
+    return any(path_template == p or path_template.startswith(p + "/") for p in OPEN_PATHS)
 
 
 def rule_for(method: str, path_template: str) -> Rule | None:

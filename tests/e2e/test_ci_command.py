@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -13,6 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from agentlasso.domain.scopes import Scope
+from tests.support.databases import key_of_scope
 from tests.support.fake_agent import FakeAgentServer
 from tests.support.processes import free_port
 
@@ -78,6 +81,19 @@ def test_a_passing_gate_exits_0_with_junit_and_step_summary(
     text = summary.read_text()
     assert text.startswith("earlier step\n"), "the summary is appended, not overwritten"
     assert "## AgentLasso: passed" in text
+
+
+async def test_a_ci_key_runs_the_gate(
+    api_process_url: str, api_key: str, database_url: str, fake_agent: FakeAgentServer
+) -> None:
+    dataset = make_dataset(api_process_url, api_key, ["refund 1", "refund 2"])
+    ci_key = await key_of_scope(database_url, api_key, Scope.CI)
+    done = await asyncio.to_thread(
+        run_ci, api_process_url, ci_key, "--dataset", dataset, "--agent-url", fake_agent.url
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "CI gate: PASS" in done.stdout
+    assert len(fake_agent.requests) == 2
 
 
 def test_a_failing_gate_exits_1_and_says_why(

@@ -20,7 +20,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Status, StatusCode, Tracer
 
-from tests.support.databases import new_project_key
+from agentlasso.domain.scopes import Scope
+from tests.support.databases import key_of_scope, new_project_key
 from tests.support.processes import WorkerProcesses
 from tests.support.waiting import eventually
 
@@ -167,3 +168,23 @@ async def test_the_sdk_spans_in_otlp_json_make_the_same_trace(
     assert all(answer.status_code == 200 for answer in exporter.answers)
     assert all(answer.json() == {} for answer in exporter.answers)
     assert_read_as_the_agent_did(await read_trace(api_process_url, key, trace_id, spans=5))
+
+
+async def test_an_ingest_key_exports_and_reads_nothing_back(
+    api_process_url: str, database_url: str, workers: WorkerProcesses
+) -> None:
+    workers.start()
+    key = await new_project_key(database_url)
+    ingest = await key_of_scope(database_url, key, Scope.INGEST)
+    exporter = OTLPSpanExporter(
+        endpoint=f"{api_process_url}/v1/traces", headers={"authorization": f"Bearer {ingest}"}
+    )
+    with tracer_exporting_to(exporter) as tracer:
+        trace_id = agent_turn(tracer)
+    assert_read_as_the_agent_did(await read_trace(api_process_url, key, trace_id, spans=5))
+    async with httpx.AsyncClient(base_url=api_process_url, headers={"x-api-key": ingest}) as http:
+        refused = await http.get(f"/api/v1/traces/{trace_id}")
+    assert refused.status_code == 403
+    assert (
+        refused.json()["detail"] == 'This key\'s scope is "ingest"; reading a trace needs "read".'
+    )

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import httpx
 
+from agentlasso.domain.scopes import Scope
 from tests.support.api import dataset_of, register_agent
+from tests.support.databases import key_of_scope
 from tests.support.fake_agent import FakeAgentServer
 from tests.support.processes import ROOT, WorkerProcesses, free_port
 
@@ -54,6 +56,25 @@ async def test_run_wait_exits_0_when_the_gate_passes(
     suite = ElementTree.parse(junit).getroot().find("testsuite")
     assert suite is not None and suite.get("tests") == "50" and suite.get("failures") == "0"
     assert "## AgentLasso: passed" in summary.read_text()
+
+
+async def test_a_ci_key_starts_and_waits_for_a_server_run(
+    client: httpx.AsyncClient,
+    base_url: str,
+    api_key: str,
+    database_url: str,
+    fake_agent: FakeAgentServer,
+    workers: WorkerProcesses,
+) -> None:
+    workers.start()
+    agent_id = await register_agent(client, fake_agent.url)
+    dataset_id = await dataset_of(client, ["refund 1", "refund 2"])
+    ci_key = await key_of_scope(database_url, api_key, Scope.CI)
+    done = await agentlasso_run(
+        base_url, ci_key, "--dataset", dataset_id, "--agent", agent_id, "--wait"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2/2 done, 2 passed, 0 failed" in done.stdout
 
 
 async def test_run_wait_exits_1_and_prints_the_failures(

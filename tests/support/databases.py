@@ -10,7 +10,7 @@ import msgspec
 
 from agentlasso.db.migrations import apply_migrations
 from agentlasso.domain.scopes import Scope
-from agentlasso.services.api_keys import create_key_for_project_name
+from agentlasso.services.api_keys import create_key, create_key_for_project_name, hash_key
 
 
 class ServerUrls(msgspec.Struct, frozen=True):
@@ -59,3 +59,15 @@ async def new_project_key(
     """A key for a brand-new project, so tests never see each other's objects."""
     name = f"{prefix}-{uuid.uuid4().hex[:12]}"
     return (await create_key_for_project_name(database_url, name, scope)).key
+
+
+async def key_of_scope(database_url: str, key: str, scope: Scope) -> str:
+    """Another key of the same project as `key`, of this scope."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        project_id = await connection.fetchval(
+            "SELECT project_id FROM api_keys WHERE key_hash = $1", hash_key(key)
+        )
+        return (await create_key(connection, project_id, scope)).key
+    finally:
+        await connection.close()
