@@ -45,6 +45,7 @@ from agentlasso.api.openapi_rules import (
     without_nul,
 )
 from agentlasso.http.pagination import COMPARE_CURSOR, CURSOR_PATTERN, MAX_LIMIT
+from agentlasso.http.permissions import beyond_scope
 from agentlasso.http.problems import PROBLEM_JSON, Problem
 from agentlasso.services.traces import TRACE_CURSOR_PATTERN
 
@@ -182,6 +183,8 @@ def _complete_operation(path: str, method: str, operation: Operation) -> None:
             meaning = OWN_MEANINGS.get((operation.operation_id or "", status), MEANINGS[status])
             responses[str(status)] = _problem(meaning, retried=status in (429, 503))
     _SPECIAL.get(operation.operation_id or "", _nothing)(operation, responses)
+    if operation.security:
+        responses["403"] = _problem(beyond_scope(method, path))
     _add_links(operation.operation_id or "", responses)
     _add_example(operation)
     own = _OPERATION_PARAMETERS.get(operation.operation_id or "", {})

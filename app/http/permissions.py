@@ -4,17 +4,7 @@ A route is its method and its path template, as the router matches it (`scope["p
 The API key guard and the page guard both look here; no handler checks a scope of its own, and
 tests/integration/test_route_scopes.py fails for a route this table does not name.
 
-Why each row says what it says:
-- Reading (every GET) needs `read`. `ci` and `admin` include it.
-- Runs need `ci`: starting (server- and CI-mode), cancelling, posting results, a simulated
-  user's next turn. So do the calls that only try the agent or the checks (invoke, preview):
-  a `ci` key already starts runs that call the agent and spend on the judge.
-- Writing datasets and cases needs `admin`, though CI scripts hold `ci` keys: a `ci` key sits
-  in CI systems that build pull requests, and a pull request must not be able to rewrite the
-  golden cases its own gate is graded against. There is no narrower writer's scope to give.
-- Agents (their URL and secret headers), the judge key, trace retention and deleting need
-  `admin`. OTLP trace export needs `ingest`.
-- OPTIONS answers any live key or session: it tells only which methods a path takes.
+Why each row says what it says is REASONS, below; docs/reference/scopes.md shows both.
 """
 
 from __future__ import annotations
@@ -27,6 +17,22 @@ from agentlasso.domain.scopes import Scope, includes
 from agentlasso.errors import BeyondScope
 
 ADMIN, CI, INGEST, READ = Scope.ADMIN, Scope.CI, Scope.INGEST, Scope.READ
+
+
+REASONS: Final = """\
+- Every GET needs `read`; `ci` and `admin` include it.
+- Runs need `ci`: starting one (CI mode or server mode, so `agentlasso ci` and `agentlasso
+  run` work with a `ci` key), cancelling it, posting its results, a simulated user's next
+  turn; so do the calls that only try the agent or the checks (invoke, preview), since a `ci`
+  key already starts runs that call the agent and the judge.
+- Writing datasets and test cases needs `admin`. A `ci` key lives in a CI system that builds
+  pull requests, and a pull request must not be able to rewrite the golden cases its own gate
+  is graded against; there is no narrower writer's scope to give.
+- Agents (their URLs and secret headers), API keys, the judge key, trace retention and
+  deleting need `admin`. OpenTelemetry trace export needs `ingest`: give your exporter an
+  `ingest` key, which can read nothing back.
+- `OPTIONS` answers any live key or session: it tells only which methods a path takes.
+"""
 
 
 class Rule(msgspec.Struct, frozen=True):
@@ -205,3 +211,11 @@ def require_scope(held: Scope, method: str, path_template: str) -> None:
     rule = rule_for(method, path_template)
     if rule is not None and not includes(held, rule.scope):
         raise BeyondScope(refusal(held, rule))
+
+
+def beyond_scope(method: str, path_template: str) -> str:
+    """What a 403 from this route means, as the API's description says it."""
+    rule = rule_for(method, path_template) or UNLISTED
+    wider = sorted(scope.value for scope in Scope if includes(scope, rule.scope))
+    keys = " or ".join(f"`{scope}`" for scope in wider).replace("` or `", "`, `", len(wider) - 2)
+    return f"The key's scope does not allow this: {rule.action} needs a key of scope {keys}."

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from litestar import Request, Response, Router
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.static_files import create_static_files_router
+from litestar.types import ControllerRouterHandler
 
 from agentlasso.config import Settings
 from agentlasso.errors import AgentLassoError, TooManyRequests, Unavailable
@@ -46,6 +47,25 @@ UPLOAD_FORM_OVERHEAD = 1024 * 1024
 ERROR_IN_PLACE_OF_PAGE = {"hx-retarget": "#main", "hx-reselect": "#main", "hx-reswap": "outerHTML"}
 
 
+# Every page behind a session (the import, with its larger body limit, has its own router).
+SIGNED_IN_PAGES: list[ControllerRouterHandler] = [
+    StudioPages,
+    VersionPages,
+    CaseEditorPages,
+    SettingsPages,
+    KeyPages,
+    RunPages,
+    RunStartPages,
+    run_live,
+    CaseCardPages,
+    flaky_cases,
+    ComparePages,
+    TracePages,
+    GenerationPages,
+    sign_out,
+]
+
+
 def web_routers(settings: Settings) -> list[Router]:
     """The pages, the sign-in pages and the static files."""
     signed_in = {
@@ -57,22 +77,7 @@ def web_routers(settings: Settings) -> list[Router]:
     }
     pages = Router(
         path="/",
-        route_handlers=[
-            StudioPages,
-            VersionPages,
-            CaseEditorPages,
-            SettingsPages,
-            KeyPages,
-            RunPages,
-            RunStartPages,
-            run_live,
-            CaseCardPages,
-            flaky_cases,
-            ComparePages,
-            TracePages,
-            GenerationPages,
-            sign_out,
-        ],
+        route_handlers=SIGNED_IN_PAGES,
         **signed_in,  # type: ignore[arg-type]
     )
     # An upload is read (and spooled to disk) before any code sees it: only the import may be
