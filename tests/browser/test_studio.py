@@ -209,16 +209,18 @@ async def test_an_import_with_a_bad_line_names_it_and_saves_nothing(
 async def test_keys_are_created_shown_once_and_revoked(signed_in_page: Page) -> None:
     page = signed_in_page
     await page.get_by_role("link", name="Settings").click()
+    await page.get_by_label("Scope").select_option("read")
     await page.get_by_role("button", name="Create key").click()
-    shown = page.get_by_label("Your new API key (shown once: copy it now)")
+    shown = page.get_by_label("Your new API key, of scope read (shown once: copy it now)")
     key = await shown.input_value()
     assert key.startswith("al_")
     await screenshot(page, "settings-new-key")
     prefix = key[:11]
     row = page.get_by_role("row").filter(has_text=prefix)
     await expect(row).to_contain_text("active")
+    await expect(row).to_contain_text("read")
     await page.reload()
-    await expect(page.get_by_label("Your new API key (shown once: copy it now)")).to_have_count(0)
+    await expect(page.get_by_label("Your new API key", exact=False)).to_have_count(0)
     await page.get_by_role("button", name=f"Revoke {prefix}").click()
     await expect(page.get_by_role("row").filter(has_text=prefix)).to_contain_text("revoked")
     await assert_accessible(page, context="settings, keys")
