@@ -9,14 +9,9 @@ each operation can answer and from msgspec's own schemas of the same Structs.
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
-from collections.abc import Iterable, Iterator
-from types import ModuleType
+from collections.abc import Iterable
 from typing import Any
 
-import msgspec
 from litestar import Litestar
 from litestar.openapi.spec import (
     Components,
@@ -33,9 +28,8 @@ from litestar.openapi.spec import (
 )
 from litestar.openapi.spec.enums import OpenAPIFormat, OpenAPIType
 
-import agentlasso.api
-import agentlasso.schemas
 from agentlasso.api.comparisons import MAX_COMPARED
+from agentlasso.api.openapi_components import msgspec_schemas
 from agentlasso.api.openapi_examples import BODY_EXAMPLES, IMPORT_EXAMPLE
 from agentlasso.api.openapi_links import LINKS
 from agentlasso.api.openapi_rules import (
@@ -46,7 +40,7 @@ from agentlasso.api.openapi_rules import (
 )
 from agentlasso.http.pagination import COMPARE_CURSOR, CURSOR_PATTERN, MAX_LIMIT
 from agentlasso.http.permissions import beyond_scope
-from agentlasso.http.problems import PROBLEM_JSON, Problem
+from agentlasso.http.problems import PROBLEM_JSON
 from agentlasso.services.traces import TRACE_CURSOR_PATTERN
 
 API_KEY_SCHEME = "apiKey"
@@ -141,7 +135,7 @@ def complete(app: Litestar, priced_models: Iterable[str]) -> None:
     models this server has a price for, the only ones a project may choose."""
     document = app.openapi_schema
     document.components = document.components or Components()
-    document.components.schemas = _msgspec_schemas()
+    document.components.schemas = msgspec_schemas()
     _only_priced_models(document.components.schemas, sorted(priced_models))
     document.components.security_schemes = {
         API_KEY_SCHEME: SecurityScheme(
@@ -373,31 +367,3 @@ def _only_priced_models(schemas: dict[str, Any], models: list[str]) -> None:
         {"type": "string", "enum": models} if option.get("type") == "string" else option
         for option in model["anyOf"]
     ]
-
-
-def _msgspec_schemas() -> dict[str, Any]:
-    """Every Struct the API speaks, as msgspec itself describes (and enforces) it."""
-    _, components = msgspec.json.schema_components(
-        _api_structs(), ref_template="#/components/schemas/{name}"
-    )
-    return components
-
-
-def _api_structs() -> list[type[msgspec.Struct]]:
-    structs: list[type[msgspec.Struct]] = [Problem]
-    for module_info in _modules_of(agentlasso.api, agentlasso.schemas):
-        module = importlib.import_module(module_info.name)
-        structs += [
-            value
-            for value in vars(module).values()
-            if inspect.isclass(value)
-            and issubclass(value, msgspec.Struct)
-            and value.__module__ == module.__name__
-        ]
-    return structs
-
-
-def _modules_of(*packages: ModuleType) -> Iterator[pkgutil.ModuleInfo]:
-    """The modules of the API's packages: its handlers, and the shapes it speaks."""
-    for package in packages:
-        yield from pkgutil.iter_modules(package.__path__, f"{package.__name__}.")
