@@ -5,7 +5,7 @@ compiled once per process, not per case (schemas.compiled)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -30,11 +30,23 @@ def grade_output_matches_schema(check: OutputMatchesSchema, context: GradingCont
         # Refused at write time; a case stored before a rule tightened is not passed unchecked.
         detail = f"The schema cannot be used: {schema.detail()}."
         return not_graded(check.id or "", check.severity, detail, "output_matches_schema")
+    size = len(context.encoded_reply())
+    if schema.too_costly_for(size):
+        detail = _too_costly(schema, size, "this reply")
+        return not_graded(check.id or "", check.severity, detail, "output_matches_schema")
     first = schema.first_error(_decoded(context.reply))
     if first is None:
         return decided(check, "output_matches_schema", True, "The reply matches the schema.")
     detail = f"The reply does not match the schema: {first}."
     return decided(check, "output_matches_schema", False, detail)
+
+
+def _too_costly(schema: CompiledSchema, size: int, what: str) -> str:
+    """Why a schema's patterns were not run, in the words the RE2 rule uses."""
+    return (
+        f"Not run: the schema's patterns ({schema.pattern_cost:,} instructions) over {what} "
+        f"({size:,} bytes) could take longer than a search may; simpler patterns would run"
+    )
 
 
 def _decoded(reply: str) -> Any:
@@ -67,6 +79,8 @@ def grade_tool_args_valid(check: ToolArgsValid, context: GradingContext) -> Chec
         if isinstance(problem, SchemaProblem):
             why = f"The input_schema {shorten(call.name, VALUE_CHARS)} declares cannot be used: "
             return _not_graded(check, why + problem.detail() + ".")
+        if isinstance(problem, _Unchecked):
+            return _not_graded(check, f"{shorten(call.name, VALUE_CHARS)}: {problem.why}.")
         if problem is not None:
             return decided(check, "tool_args_valid", False, problem)
     if context.observation.unreadable_tool_calls:
@@ -81,15 +95,28 @@ _NO_TOOLS = (
 )
 
 
-def _call_problem(call: ToolCall, declared: DeclaredTools) -> str | SchemaProblem | None:
-    """Why this call's arguments are not valid, an unusable schema, or None."""
+class _Unchecked(NamedTuple):
+    """Arguments not validated, and why (the check is then not graded)."""
+
+    why: str
+
+
+def _call_problem(
+    call: ToolCall, declared: DeclaredTools
+) -> str | SchemaProblem | _Unchecked | None:
+    """Why this call's arguments are not valid, an unusable schema, unchecked ones, or None."""
     if call.name not in declared:
         return f"{shorten(call.name, VALUE_CHARS)} was called, but the agent declares no such tool."
     schema = _tool_schema(declared, call.name)
     if isinstance(schema, SchemaProblem):
         return schema
     # No arguments at all is an empty object of them (an OpenAI call may leave them out).
-    first = schema.first_error({} if call.arguments is None else call.arguments)
+    arguments = {} if call.arguments is None else call.arguments
+    if schema.pattern_cost:
+        size = len(msgspec.json.encode(arguments))
+        if schema.too_costly_for(size):
+            return _Unchecked(_too_costly(schema, size, "its arguments"))
+    first = schema.first_error(arguments)
     if first is None:
         return None
     return (

@@ -31,6 +31,7 @@ import jsonschema_rs
 import msgspec
 
 from agentlasso.grading.excerpts import shorten
+from agentlasso.grading.patterns import MAX_PROGRAM_SIZE, MAX_SEARCH_COST, compile_pattern
 from agentlasso.grading.schema_errors import describe, excerpt, json_pointer, message
 
 MAX_SCHEMA_BYTES = 64 * 1024
@@ -76,11 +77,22 @@ class SchemaProblem:
 class CompiledSchema:
     """A schema ready to validate values, any number of times."""
 
-    __slots__ = ("_validator", "patterns")
+    __slots__ = ("_validator", "pattern_cost", "patterns")
 
-    def __init__(self, validator: jsonschema_rs.Validator, patterns: int) -> None:
+    def __init__(
+        self, validator: jsonschema_rs.Validator, patterns: int, pattern_cost: int = 0
+    ) -> None:
         self._validator = validator
         self.patterns = patterns
+        # The patterns' worst case per byte of text searched, in instructions, counted as the
+        # RE2 rule counts a regular expression (patterns.search_cost): linear time is not
+        # enough when the constant is a pattern's whole program (about 20 s a megabyte for
+        # `(a|b)*a(a|b){1900}c`, measured). Checks refuse values this would make too costly.
+        self.pattern_cost = pattern_cost
+
+    def too_costly_for(self, value_bytes: int) -> bool:
+        """Whether searching this many bytes of text with every pattern could stall grading."""
+        return self.pattern_cost * value_bytes > MAX_SEARCH_COST
 
     def first_error(self, instance: object) -> str | None:
         """None when the value is valid, else `$.items[2].price: -3 is less than the minimum 0`."""
@@ -168,7 +180,7 @@ def _compile(text: str) -> CompiledSchema | SchemaProblem:
         # cannot be used land here too. Anything else it raises is a bug, which the case
         # grader records as the check's error.
         return _problem(schema, error)
-    return CompiledSchema(validator, len(patterns))
+    return CompiledSchema(validator, len(patterns), _pattern_cost(patterns))
 
 
 def _shape_problem(schema: object) -> SchemaProblem | None:
@@ -272,6 +284,16 @@ def _references(schema: object) -> Iterator[tuple[str, str]]:
         elif isinstance(node, list):
             children = list(enumerate(node))
         stack.extend((child, (*path, key)) for key, child in reversed(children))
+
+
+def _pattern_cost(patterns: set[str]) -> int:
+    """The patterns' RE2 program sizes together (one RE2 cannot read counts as the largest
+    a regular expression check may have)."""
+    total = 0
+    for pattern in patterns:
+        regex, _ = compile_pattern(pattern)
+        total += MAX_PROGRAM_SIZE if regex is None else int(regex.programsize)
+    return total
 
 
 def _patterns(schema: object) -> set[str]:

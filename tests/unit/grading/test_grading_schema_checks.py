@@ -280,3 +280,31 @@ def test_each_runs_tools_are_compiled_once_and_the_memory_of_them_stays_bounded(
         result = grade_one(ToolArgsValid(), calls=calls(("t", {})), tools=tools)
         assert result.detail.endswith('the required property "n" is missing.')
     assert len(schema_checks._RUN_TOOLS) <= schema_checks._RUNS_HELD
+
+
+# A pattern linear in time whose constant is its whole program: over a long enough value its
+# search could stall grading as an unbounded regular expression would (section 4's rule).
+COSTLY = "(a|b)*a(a|b){400}c"
+
+
+def test_a_schemas_patterns_too_costly_for_a_long_reply_are_not_run() -> None:
+    schema = {"type": "object", "properties": {"note": {"type": "string", "pattern": COSTLY}}}
+    long = '{"note": "' + "ab" * 500_000 + '"}'
+    result = grade_one(OutputMatchesSchema(schema=schema), long)
+    assert result.status == "not_graded"
+    assert result.detail.startswith("Not run: the schema's patterns (")
+    assert "over this reply (1,000,012 bytes)" in result.detail
+    short = grade_one(OutputMatchesSchema(schema=schema), '{"note": "abc"}')
+    assert short.status == "failed" and "does not match the pattern" in short.detail
+
+
+def test_a_tools_patterns_too_costly_for_long_arguments_leave_the_check_not_graded() -> None:
+    tools = declared_tools(
+        [{"name": "note", "input_schema": {"properties": {"text": {"pattern": COSTLY}}}}]
+    )
+    made = calls(("note", {"text": "ab" * 500_000}))
+    result = grade_one(ToolArgsValid(), calls=made, tools=tools)
+    assert result.status == "not_graded"
+    assert result.detail.startswith("note: Not run: the schema's patterns (")
+    short = grade_one(ToolArgsValid(), calls=calls(("note", {"text": "ac"})), tools=tools)
+    assert short.status == "failed" and "does not match the pattern" in short.detail
