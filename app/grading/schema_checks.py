@@ -21,9 +21,9 @@ from agentlasso.grading.schemas import CompiledSchema, SchemaProblem, compile_sc
 
 def grade_output_matches_schema(check: OutputMatchesSchema, context: GradingContext) -> CheckResult:
     """Passes when the trimmed reply is JSON and validates against the schema."""
-    error = json_error(context.reply)
-    if error is not None:
-        detail = f"The reply is not valid JSON: {error}."
+    instance = _decoded(context.reply)
+    if instance is _NOT_JSON:
+        detail = f"The reply is not valid JSON: {json_error(context.reply)}."
         return decided(check, "output_matches_schema", False, detail)
     schema = compile_schema(check.schema)
     if isinstance(schema, SchemaProblem):
@@ -34,7 +34,7 @@ def grade_output_matches_schema(check: OutputMatchesSchema, context: GradingCont
     if schema.too_costly_for(size):
         detail = _too_costly(schema, size, "this reply")
         return not_graded(check.id or "", check.severity, detail, "output_matches_schema")
-    first = schema.first_error(_decoded(context.reply))
+    first = schema.first_error(instance)
     if first is None:
         return decided(check, "output_matches_schema", True, "The reply matches the schema.")
     detail = f"The reply does not match the schema: {first}."
@@ -50,15 +50,22 @@ def _too_costly(schema: CompiledSchema, size: int, what: str) -> str:
 
 
 def _decoded(reply: str) -> Any:
-    """The trimmed reply as JSON (json_error said it parses)."""
+    """The trimmed reply as JSON, or _NOT_JSON when it is not JSON."""
     trimmed = reply.strip()
     try:
         return msgspec.json.decode(trimmed)
-    except msgspec.DecodeError:
-        # What only Python's parser takes, such as "\ud800": a lone surrogate becomes "?", one
-        # character for one, as the text checks read it, so the validator can take it.
-        text = json.dumps(json.loads(trimmed), ensure_ascii=False)
-        return msgspec.json.decode(text.encode("utf-8", "replace"))
+    except (msgspec.DecodeError, RecursionError):
+        pass
+    if json_error(reply) is not None:
+        return _NOT_JSON
+    # What only Python's parser takes, such as "\ud800": a lone surrogate becomes "?", one
+    # character for one, as the text checks read it, so the validator can take it.
+    text = json.dumps(json.loads(trimmed), ensure_ascii=False)
+    return msgspec.json.decode(text.encode("utf-8", "replace"))
+
+
+# The reply is not JSON (json_error says why).
+_NOT_JSON = object()
 
 
 def grade_tool_args_valid(check: ToolArgsValid, context: GradingContext) -> CheckResult:
