@@ -18,6 +18,7 @@ from litestar.openapi import OpenAPIConfig
 from agentlasso import queue
 from agentlasso.agents import AgentClient
 from agentlasso.api.agents import AgentController
+from agentlasso.api.audit_log import AuditLogController
 from agentlasso.api.case_drafts import CaseDraftController
 from agentlasso.api.comparisons import ComparisonController, FlakyController
 from agentlasso.api.dataset_versions import DatasetVersionController
@@ -39,7 +40,12 @@ from agentlasso.coordination.server_spend import ServerKeySpend
 from agentlasso.db.pool import create_pool
 from agentlasso.devstack.demo_agent import demo_agent
 from agentlasso.http.allowed_methods import AllowEveryMethod
-from agentlasso.http.auth import provide_platform, provide_project_id, require_api_key
+from agentlasso.http.auth import (
+    provide_caller,
+    provide_platform,
+    provide_project_id,
+    require_api_key,
+)
 from agentlasso.http.problems import EXCEPTION_HANDLERS
 from agentlasso.http.request_metrics import CountRequests
 from agentlasso.http.strict_bodies import read_bodies_strictly
@@ -156,10 +162,14 @@ def api_router() -> Router:
             TraceSettingsController,
             WorkerController,
             UserTurnController,
+            AuditLogController,
         ],
         guards=[require_api_key],
         before_request=read_bodies_strictly,
-        dependencies={"project_id": Provide(provide_project_id, sync_to_thread=False)},
+        dependencies={
+            "project_id": Provide(provide_project_id, sync_to_thread=False),
+            "caller": Provide(provide_caller, sync_to_thread=False),
+        },
     )
 
 

@@ -40,6 +40,28 @@ CREATE TABLE api_keys (
 );
 CREATE INDEX api_keys_prefix_idx ON api_keys USING btree (prefix);
 
+CREATE TABLE audit_log (
+    project_id uuid NOT NULL,
+    seq bigint NOT NULL,
+    at timestamp with time zone NOT NULL,
+    actor jsonb NOT NULL,
+    actor_label text NOT NULL,
+    action text NOT NULL,
+    object_type text,
+    object_id text,
+    ip text,
+    changes jsonb NOT NULL,
+    prev_hash bytea NOT NULL,
+    entry_hash bytea NOT NULL,
+    CONSTRAINT audit_log_object_whole CHECK (((object_type IS NULL) = (object_id IS NULL))),
+    CONSTRAINT audit_log_pkey PRIMARY KEY (project_id, seq),
+    CONSTRAINT audit_log_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id)
+);
+CREATE INDEX audit_log_action_idx ON audit_log USING btree (project_id, action, seq);
+CREATE INDEX audit_log_actor_idx ON audit_log USING btree (project_id, actor_label, seq);
+CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log FOR EACH STATEMENT EXECUTE FUNCTION audit_log_refuse_change();
+CREATE TRIGGER audit_log_no_update_or_delete BEFORE DELETE OR UPDATE ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_refuse_change();
+
 CREATE TABLE case_drafts (
     id uuid NOT NULL,
     project_id uuid NOT NULL,
@@ -262,6 +284,7 @@ CREATE INDEX eval_runs_project_active_idx ON eval_runs USING btree (project_id) 
 CREATE INDEX eval_runs_project_gate_seq_idx ON eval_runs USING btree (project_id, ci_pass, seq DESC);
 CREATE INDEX eval_runs_project_seq_idx ON eval_runs USING btree (project_id, seq DESC);
 CREATE INDEX eval_runs_project_status_seq_idx ON eval_runs USING btree (project_id, status, seq DESC);
+CREATE TRIGGER eval_runs_delete_rows AFTER DELETE ON eval_runs REFERENCING OLD TABLE AS deleted_runs FOR EACH STATEMENT EXECUTE FUNCTION delete_rows_of_deleted_runs();
 
 CREATE TABLE judge_cache (
     key text NOT NULL,

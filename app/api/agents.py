@@ -7,7 +7,7 @@ from litestar import Controller, delete, get, patch, post
 from litestar.params import FromPath, JSONBody
 
 from agentlasso.domain import agents as domain
-from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.http.auth import CallerDep, PlatformDep, ProjectId
 from agentlasso.http.pagination import (
     DEFAULT_LIMIT,
     Cursor,
@@ -43,11 +43,12 @@ class AgentController(Controller):
         self,
         platform: PlatformDep,
         project_id: ProjectId,
+        caller: CallerDep,
         data: JSONBody[AgentCreate],
     ) -> Agent:
         """Register an agent (its URL must pass the address guard)."""
         spec = service.AgentSpec(**msgspec.structs.asdict(data))
-        agent = await service.create_agent(platform, project_id, spec)
+        agent = await service.create_agent(platform, project_id, spec, caller)
         return agent_out(agent)
 
     @get(operation_id="listAgents")
@@ -78,6 +79,7 @@ class AgentController(Controller):
         self,
         platform: PlatformDep,
         project_id: ProjectId,
+        caller: CallerDep,
         agent_id: FromPath[str],
         data: JSONBody[AgentUpdate],
     ) -> Agent:
@@ -88,16 +90,20 @@ class AgentController(Controller):
             if (value := getattr(data, field)) is not msgspec.UNSET
         }
         agent = await service.update_agent(
-            platform, project_id, parse_id(agent_id, "agent"), changes
+            platform, project_id, parse_id(agent_id, "agent"), changes, caller
         )
         return agent_out(agent)
 
     @delete("/{agent_id:str}", operation_id="deleteAgent")
     async def remove(
-        self, platform: PlatformDep, project_id: ProjectId, agent_id: FromPath[str]
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        caller: CallerDep,
+        agent_id: FromPath[str],
     ) -> None:
         """Delete an agent."""
-        await service.delete_agent(platform, project_id, parse_id(agent_id, "agent"))
+        await service.delete_agent(platform, project_id, parse_id(agent_id, "agent"), caller)
 
     @post("/{agent_id:str}/invoke", operation_id="invokeAgent", status_code=200)
     async def invoke(

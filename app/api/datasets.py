@@ -7,7 +7,7 @@ from litestar import Controller, delete, get, patch, post
 from litestar.params import FromPath, JSONBody
 
 from agentlasso.domain import datasets as domain
-from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.http.auth import CallerDep, PlatformDep, ProjectId
 from agentlasso.http.pagination import (
     DEFAULT_LIMIT,
     Cursor,
@@ -96,7 +96,8 @@ class DatasetController(Controller):
         self,
         platform: PlatformDep,
         project_id: ProjectId,
+        caller: CallerDep,
         dataset_id: FromPath[str],
     ) -> None:
         """Delete a dataset with its test cases."""
-        await service.delete_dataset(platform, project_id, parse_id(dataset_id, "dataset"))
+        await service.delete_dataset(platform, project_id, parse_id(dataset_id, "dataset"), caller)

@@ -8,7 +8,7 @@ import msgspec
 from litestar import Controller, get, patch
 from litestar.params import JSONBody
 
-from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.http.auth import CallerDep, PlatformDep, ProjectId
 from agentlasso.services import judge_settings as service
 
 Model = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
@@ -55,7 +55,11 @@ class JudgeSettingsController(Controller):
 
     @patch(operation_id="updateJudgeSettings")
     async def update(
-        self, platform: PlatformDep, project_id: ProjectId, data: JSONBody[JudgeSettingsUpdate]
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        caller: CallerDep,
+        data: JSONBody[JudgeSettingsUpdate],
     ) -> JudgeSettings:
         """Set the project's own key (sealed at rest, never shown again) or model; null removes
         them, so the server's are used."""
@@ -64,4 +68,5 @@ class JudgeSettingsController(Controller):
             for field in data.__struct_fields__
             if (value := getattr(data, field)) is not msgspec.UNSET
         }
-        return settings_out(await service.update_judge_settings(platform, project_id, changes))
+        view = await service.update_judge_settings(platform, project_id, changes, caller)
+        return settings_out(view)

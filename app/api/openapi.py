@@ -80,6 +80,7 @@ _BODY = (400, 413, 422)
 # operation of the app is here, so a new one cannot go undocumented.
 ERRORS: dict[str, tuple[int, ...]] = {
     "listAgents": (422,),
+    "listAuditLog": (422,),
     "createAgent": _BODY,
     "getAgent": (404,),
     "updateAgent": (*_BODY, 404),

@@ -13,7 +13,7 @@ from litestar.response import Stream
 from agentlasso.domain import test_cases as domain
 from agentlasso.domain.import_reports import ImportReport
 from agentlasso.domain.test_cases import ContentWarning
-from agentlasso.http.auth import PlatformDep, ProjectId
+from agentlasso.http.auth import CallerDep, PlatformDep, ProjectId
 from agentlasso.http.pagination import (
     DEFAULT_LIMIT,
     Cursor,
@@ -206,7 +206,9 @@ class TestCaseController(Controller):
         self,
         platform: PlatformDep,
         project_id: ProjectId,
+        caller: CallerDep,
         test_case_id: FromPath[str],
     ) -> None:
         """Delete a test case."""
-        await service.delete_test_case(platform, project_id, parse_id(test_case_id, "test case"))
+        case_id = parse_id(test_case_id, "test case")
+        await service.delete_test_case(platform, project_id, case_id, caller)

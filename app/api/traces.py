@@ -27,7 +27,13 @@ from agentlasso.api.trace_shapes import (
 from agentlasso.db.trace_lists import TraceFilters
 from agentlasso.domain.stored_text import WITHOUT_NUL_PATTERN
 from agentlasso.errors import FieldError, InvalidInput
-from agentlasso.http.auth import PlatformDep, ProjectId, provide_project_id, require_api_key
+from agentlasso.http.auth import (
+    CallerDep,
+    PlatformDep,
+    ProjectId,
+    provide_project_id,
+    require_api_key,
+)
 from agentlasso.http.pagination import DEFAULT_LIMIT, Limit, body_id
 from agentlasso.schemas.traces import TraceSettings, TraceSettingsUpdate
 from agentlasso.services import trace_conversations as conversations
@@ -255,8 +261,12 @@ class TraceSettingsController(Controller):
 
     @put(operation_id="updateTraceSettings")
     async def update(
-        self, platform: PlatformDep, project_id: ProjectId, data: JSONBody[TraceSettingsUpdate]
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        caller: CallerDep,
+        data: JSONBody[TraceSettingsUpdate],
     ) -> TraceSettings:
         """Keep traces this many days after they arrive; older ones are deleted in batches."""
-        days = await service.set_retention_days(platform, project_id, data.retention_days)
+        days = await service.set_retention_days(platform, project_id, data.retention_days, caller)
         return TraceSettings(retention_days=days)

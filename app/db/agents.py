@@ -46,7 +46,7 @@ ORDER BY a.id IS NOT DISTINCT FROM p.default_agent_id DESC, a.seq
 LIMIT 1
 """
 
-_DELETE = "DELETE FROM agents WHERE project_id = $1 AND id = $2"
+_DELETE = "DELETE FROM agents WHERE project_id = $1 AND id = $2 RETURNING name"
 
 
 class AgentValues(msgspec.Struct, frozen=True, kw_only=True):
@@ -104,7 +104,7 @@ async def update_agent(
     return None if row is None else Agent(**row)
 
 
-async def delete_agent(executor: Executor, project_id: UUID, agent_id: UUID) -> bool:
-    """Delete the agent; False when it is not in this project."""
-    status: str = await executor.execute(_DELETE, project_id, agent_id)
-    return status == "DELETE 1"
+async def delete_agent(executor: Executor, project_id: UUID, agent_id: UUID) -> str | None:
+    """Delete the agent; its name, None when it is not in this project."""
+    name: str | None = await executor.fetchval(_DELETE, project_id, agent_id)
+    return name

@@ -9,11 +9,16 @@ from agentlasso.domain.scopes import LiveKey, Scope
 from agentlasso.domain.web import ApiKeyInfo
 
 _INSERT = """
-INSERT INTO api_keys (project_id, prefix, key_hash, scope) VALUES ($1, $2, $3, $4)
+INSERT INTO api_keys (project_id, prefix, key_hash, scope) VALUES ($1, $2, $3, $4) RETURNING id
 """
 
 _ACTIVE_WITH_PREFIX = """
-SELECT id FROM api_keys WHERE prefix = $1 AND revoked_at IS NULL
+SELECT id, project_id FROM api_keys WHERE prefix = $1 AND revoked_at IS NULL
+"""
+
+# A few rows at most: the prefix's 48 random bits tell keys apart.
+_WITH_PREFIX = """
+SELECT id, project_id, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE prefix = $1 LIMIT 2
 """
 
 _REVOKE = "UPDATE api_keys SET revoked_at = now() WHERE id = $1"
@@ -30,7 +35,7 @@ WHERE project_id = $1 ORDER BY revoked_at IS NOT NULL, created_at DESC
 _REVOKE_IN_PROJECT = """
 UPDATE api_keys SET revoked_at = now()
 WHERE project_id = $1 AND id = $2 AND revoked_at IS NULL
-RETURNING id
+RETURNING prefix
 """
 
 _LOCK_PROJECT = "SELECT 1 FROM projects WHERE id = $1 FOR UPDATE"
@@ -41,14 +46,23 @@ _TOUCH = "UPDATE api_keys SET last_used_at = now() WHERE key_hash = $1"
 
 async def insert_key(
     connection: Connection, project_id: UUID, prefix: str, key_hash: bytes, scope: Scope
-) -> None:
-    """Store a new key's hash and its scope."""
-    await connection.execute(_INSERT, project_id, prefix, key_hash, scope.value)
+) -> UUID:
+    """Store a new key's hash and its scope; its id."""
+    key_id: UUID = await connection.fetchval(_INSERT, project_id, prefix, key_hash, scope.value)
+    return key_id
 
 
-async def active_key_ids_with_prefix(connection: Connection, prefix: str) -> list[UUID]:
-    """Ids of the keys not yet revoked that start with this prefix."""
-    return [row["id"] for row in await connection.fetch(_ACTIVE_WITH_PREFIX, prefix)]
+async def active_keys_with_prefix(connection: Connection, prefix: str) -> list[tuple[UUID, UUID]]:
+    """(key id, project id) of the keys not yet revoked that start with this prefix."""
+    rows = await connection.fetch(_ACTIVE_WITH_PREFIX, prefix)
+    return [(row["id"], row["project_id"]) for row in rows]
+
+
+async def key_with_prefix(executor: Executor, prefix: str) -> tuple[UUID, UUID, bool] | None:
+    """(key id, project id, revoked) of the one key, live or revoked, with this prefix; None
+    when there is none, or more than one."""
+    rows = await executor.fetch(_WITH_PREFIX, prefix)
+    return (rows[0]["id"], rows[0]["project_id"], rows[0]["revoked"]) if len(rows) == 1 else None
 
 
 async def revoke_key(connection: Connection, key_id: UUID) -> None:
@@ -70,9 +84,10 @@ async def list_keys(executor: Executor, project_id: UUID) -> list[ApiKeyInfo]:
     return [ApiKeyInfo(**{**row, "scope": Scope(row["scope"])}) for row in rows]
 
 
-async def revoke_project_key(executor: Executor, project_id: UUID, key_id: UUID) -> bool:
-    """Revoke one of the project's active keys; False when it has no such key."""
-    return await executor.fetchval(_REVOKE_IN_PROJECT, project_id, key_id) is not None
+async def revoke_project_key(executor: Executor, project_id: UUID, key_id: UUID) -> str | None:
+    """Revoke one of the project's active keys; its prefix, None when it has no such key."""
+    prefix: str | None = await executor.fetchval(_REVOKE_IN_PROJECT, project_id, key_id)
+    return prefix
 
 
 async def touch_key(executor: Executor, key_hash: bytes) -> None:

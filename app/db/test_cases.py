@@ -99,6 +99,7 @@ WITH gone AS (
     RETURNING c.dataset_id
 )
 UPDATE datasets SET case_count = case_count - 1 WHERE id IN (SELECT dataset_id FROM gone)
+RETURNING id
 """
 
 _COUNT_CASES = """
@@ -207,10 +208,11 @@ async def add_revision(connection: Connection, revision: Sequence[Any]) -> None:
     await connection.execute(_POINT_AT_REVISION, revision[1], revision[0])
 
 
-async def delete_test_case(executor: Executor, project_id: UUID, test_case_id: UUID) -> bool:
-    """Delete the live case (its revisions stay for the runs that pinned them)."""
-    status: str = await executor.execute(_DELETE, project_id, test_case_id)
-    return status == "UPDATE 1"
+async def delete_test_case(executor: Executor, project_id: UUID, test_case_id: UUID) -> UUID | None:
+    """Delete the live case (its revisions stay for the runs that pinned them); its dataset,
+    None when the project has no such case."""
+    dataset_id: UUID | None = await executor.fetchval(_DELETE, project_id, test_case_id)
+    return dataset_id
 
 
 async def count_new_cases(connection: Connection, dataset_id: UUID, added: int) -> int:

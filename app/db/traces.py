@@ -359,6 +359,8 @@ async def cases_from_trace(
 
 
 _RETENTION = "SELECT trace_retention_days FROM projects WHERE id = $1"
+# FOR UPDATE reads the newest value, waiting for a change going on: the one this replaces.
+_LOCK_RETENTION = "SELECT trace_retention_days FROM projects WHERE id = $1 FOR UPDATE"
 _SET_RETENTION = "UPDATE projects SET trace_retention_days = $2 WHERE id = $1"
 
 
@@ -368,6 +370,9 @@ async def retention_days(executor: Executor, project_id: UUID) -> int:
     return days
 
 
-async def set_retention_days(executor: Executor, project_id: UUID, days: int) -> None:
-    """Keep the project's traces this many days after they arrive."""
-    await executor.execute(_SET_RETENTION, project_id, days)
+async def set_retention_days(connection: Connection, project_id: UUID, days: int) -> int:
+    """Keep the project's traces this many days after they arrive, in the connection's open
+    transaction; the days they were kept."""
+    before: int = await connection.fetchval(_LOCK_RETENTION, project_id)
+    await connection.execute(_SET_RETENTION, project_id, days)
+    return before

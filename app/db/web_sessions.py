@@ -6,6 +6,7 @@ from datetime import timedelta
 from uuid import UUID
 
 from agentlasso.db.pool import Executor
+from agentlasso.domain.audit import KeyActor, LinkActor
 from agentlasso.domain.scopes import Scope
 from agentlasso.domain.web import WebSession
 
@@ -21,7 +22,7 @@ VALUES ($1, $2, $3, $4, now() + $5::interval)
 # flush.
 _USE_SESSION = """
 WITH live AS (
-    SELECT s.token_hash, s.project_id, s.csrf_token, s.last_seen_at,
+    SELECT s.token_hash, s.project_id, s.csrf_token, s.last_seen_at, s.api_key_id, k.prefix,
            coalesce(k.scope, 'admin') AS scope
     FROM web_sessions s LEFT JOIN api_keys k ON k.id = s.api_key_id
     WHERE s.token_hash = $1 AND s.expires_at > now()
@@ -32,7 +33,7 @@ WITH live AS (
     FROM live
     WHERE s.token_hash = live.token_hash AND live.last_seen_at < now() - interval '1 minute'
 )
-SELECT project_id, csrf_token, scope FROM live
+SELECT project_id, csrf_token, api_key_id, prefix, scope FROM live
 """
 
 _DELETE_SESSION = "DELETE FROM web_sessions WHERE token_hash = $1"
@@ -76,8 +77,13 @@ async def use_session(
     row = await executor.fetchrow(_USE_SESSION, token_hash, lifetime, idle)
     if row is None:
         return None
+    key_id = row["api_key_id"]
+    actor = LinkActor() if key_id is None else KeyActor(id=key_id, prefix=row["prefix"])
     return WebSession(
-        project_id=row["project_id"], csrf_token=row["csrf_token"], scope=Scope(row["scope"])
+        project_id=row["project_id"],
+        csrf_token=row["csrf_token"],
+        scope=Scope(row["scope"]),
+        actor=actor,
     )
 
 

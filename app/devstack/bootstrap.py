@@ -7,10 +7,12 @@ from pathlib import Path
 
 from agentlasso.db import api_keys, projects
 from agentlasso.db.pool import connect
+from agentlasso.domain.audit import Caller, CliActor
 from agentlasso.domain.scopes import Scope
 from agentlasso.services.api_keys import create_key, hash_key
 
 DEV_PROJECT = "default"
+DEV_CALLER = Caller(actor=CliActor(command="dev"))
 
 
 async def ensure_dev_key(database_url: str, key_file: Path) -> str:
@@ -22,7 +24,7 @@ async def ensure_dev_key(database_url: str, key_file: Path) -> str:
             return kept
         async with connection.transaction():
             project_id = await projects.ensure_project(connection, DEV_PROJECT)
-            key = (await create_key(connection, project_id, Scope.ADMIN)).key
+            key = (await create_key(connection, project_id, Scope.ADMIN, DEV_CALLER)).key
     finally:
         await connection.close()
     write_private(key_file, key)

@@ -8,6 +8,7 @@ from uuid import UUID
 
 import msgspec
 
+from agentlasso.domain.audit import Actor
 from agentlasso.domain.checks import CheckType, Severity
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.runs import RunStatus
@@ -16,12 +17,14 @@ from agentlasso.domain.test_cases import TestCaseContent
 
 
 class WebSession(msgspec.Struct, frozen=True, kw_only=True):
-    """A signed-in browser: its project, and the token its forms must carry."""
+    """A signed-in browser: its project, the token its forms must carry, and who it acts as."""
 
     project_id: UUID
     csrf_token: str
     # The scope of the key it was opened with (`admin` for a one-time link's).
     scope: Scope
+    # The key it was opened with, or the one-time link: the audit log's actor for its changes.
+    actor: Actor
 
 
 class ApiKeyInfo(msgspec.Struct, frozen=True, kw_only=True):

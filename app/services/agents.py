@@ -10,14 +10,17 @@ import msgspec
 
 from agentlasso.agents import AgentCallResult, check_agent_url
 from agentlasso.agents.address_guard import origin_of
-from agentlasso.agents.headers import seal_headers, target_for
+from agentlasso.agents.headers import open_headers, seal_headers, target_for
 from agentlasso.db import agents as agent_rows
 from agentlasso.db import projects as project_rows
 from agentlasso.db.agents import AgentValues
+from agentlasso.db.pool import Connection
 from agentlasso.domain.agent_headers import HEADER_NAME, HEADER_VALUE, RESERVED_HEADERS
 from agentlasso.domain.agents import Agent
+from agentlasso.domain.audit import Caller
 from agentlasso.domain.stored_text import refuse_nul
-from agentlasso.errors import FieldError, InvalidInput, NotFound
+from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound
+from agentlasso.services import audit
 from agentlasso.services.platform import Platform
 
 _MISSING = "No agent with this id in your project."
@@ -37,7 +40,9 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     tools: list[dict[str, Any]] | None = None
 
 
-async def create_agent(platform: Platform, project_id: UUID, spec: AgentSpec) -> Agent:
+async def create_agent(
+    platform: Platform, project_id: UUID, spec: AgentSpec, caller: Caller
+) -> Agent:
     """Register an agent whose URL passed the address guard."""
     refuse_nul(msgspec.structs.asdict(spec))
     allow_private = platform.settings.allow_private_agents
@@ -54,7 +59,13 @@ async def create_agent(platform: Platform, project_id: UUID, spec: AgentSpec) ->
         system_prompt=spec.system_prompt,
         tools=spec.tools,
     )
-    return await agent_rows.insert_agent(platform.pool, project_id, agent_id, values)
+    async with platform.pool.acquire() as connection, connection.transaction():
+        agent = await agent_rows.insert_agent(connection, project_id, agent_id, values)
+        await audit.record(
+            connection, project_id, caller, "agent.created", audit.about("agent", agent_id),
+            name=agent.name, header_names=agent.header_names,
+        )  # fmt: skip
+    return agent
 
 
 async def get_agent(platform: Platform, project_id: UUID, agent_id: UUID) -> Agent:
@@ -73,7 +84,7 @@ async def list_agents(
 
 
 async def update_agent(
-    platform: Platform, project_id: UUID, agent_id: UUID, changes: dict[str, Any]
+    platform: Platform, project_id: UUID, agent_id: UUID, changes: dict[str, Any], caller: Caller
 ) -> Agent:
     """Change the named fields, keeping the others; given headers replace the old ones whole."""
     refuse_nul(changes)
@@ -94,8 +105,44 @@ async def update_agent(
         _refuse_headers_to_a_new_origin(current, changes)
         values = msgspec.structs.replace(agent_rows.values_of(current), **stored)
         updated = await agent_rows.update_agent(connection, project_id, agent_id, values)
-    assert updated is not None
+        assert updated is not None
+        changed = _changed_fields(platform.secret_key, current, changes, headers)
+        if changed:
+            await _record_change(connection, project_id, caller, updated, changed)
     return updated
+
+
+def _changed_fields(
+    secret_key: bytes, current: Agent, changes: dict[str, Any], headers: dict[str, str]
+) -> list[str]:
+    """The names of the fields whose value the change replaced with another."""
+    changed = [
+        name for name, value in changes.items()
+        if name != "headers" and getattr(current, name) != value
+    ]  # fmt: skip
+    if "headers" in changes:
+        try:
+            kept = open_headers(secret_key, current)
+        except Conflict:
+            kept = None  # sealed under another key: whatever they were, they are replaced
+        if kept != headers:
+            changed.append("headers")
+    return sorted(changed)
+
+
+async def _record_change(
+    connection: Connection, project_id: UUID, caller: Caller, agent: Agent, changed: list[str]
+) -> None:
+    """One entry for one change: `agent.headers_changed` (with the new headers' names, never
+    their values) when its headers were among the fields it changed."""
+    subject = audit.about("agent", agent.id)
+    if "headers" in changed:
+        await audit.record(
+            connection, project_id, caller, "agent.headers_changed", subject,
+            fields=changed, header_names=agent.header_names,
+        )  # fmt: skip
+        return
+    await audit.record(connection, project_id, caller, "agent.changed", subject, fields=changed)
 
 
 def _refuse_headers_to_a_new_origin(current: Agent, changes: dict[str, Any]) -> None:
@@ -116,10 +163,16 @@ def _refuse_headers_to_a_new_origin(current: Agent, changes: dict[str, Any]) -> 
     raise InvalidInput(detail, [FieldError(pointer="/headers", detail=detail)])
 
 
-async def delete_agent(platform: Platform, project_id: UUID, agent_id: UUID) -> None:
+async def delete_agent(
+    platform: Platform, project_id: UUID, agent_id: UUID, caller: Caller
+) -> None:
     """Delete an agent (runs that called it keep their results)."""
-    if not await agent_rows.delete_agent(platform.pool, project_id, agent_id):
-        raise NotFound(_MISSING)
+    async with platform.pool.acquire() as connection, connection.transaction():
+        name = await agent_rows.delete_agent(connection, project_id, agent_id)
+        if name is None:
+            raise NotFound(_MISSING)
+        subject = audit.about("agent", agent_id)
+        await audit.record(connection, project_id, caller, "agent.deleted", subject, name=name)
 
 
 async def invoke_agent(

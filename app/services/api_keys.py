@@ -12,9 +12,11 @@ import msgspec
 
 from agentlasso.db import api_keys, projects
 from agentlasso.db.pool import Connection, Executor, connect
+from agentlasso.domain.audit import Caller, CliActor, KeyActor
 from agentlasso.domain.scopes import LiveKey, Scope
 from agentlasso.domain.web import ApiKeyInfo
 from agentlasso.errors import Conflict, NotAuthenticated, NotFound
+from agentlasso.services import audit
 from agentlasso.services.platform import Platform
 
 log = logging.getLogger("agentlasso.api_keys")
@@ -46,24 +48,39 @@ class NewKey(msgspec.Struct, frozen=True, kw_only=True):
     scope: Scope
 
 
-async def create_key(connection: Connection, project_id: UUID, scope: Scope) -> NewKey:
-    """Create and store a key of this scope for the project; the plain key is returned once."""
+async def create_key(
+    connection: Connection, project_id: UUID, scope: Scope, caller: Caller
+) -> NewKey:
+    """Create and store a key of this scope for the project, in the connection's open
+    transaction; the plain key is returned once."""
     key = new_key()
-    await api_keys.insert_key(connection, project_id, key[:PREFIX_LENGTH], hash_key(key), scope)
+    prefix = key[:PREFIX_LENGTH]
+    key_id = await api_keys.insert_key(connection, project_id, prefix, hash_key(key), scope)
+    await audit.record(
+        connection, project_id, caller, "api_key.created", audit.about("api_key", key_id),
+        prefix=prefix,
+    )  # fmt: skip
     return NewKey(key=key, scope=scope)
 
 
 async def create_key_for_project_name(
     database_url: str, project_name: str, scope: Scope = Scope.ADMIN
 ) -> NewKey:
-    """Create the project if needed, then a key of this scope for it."""
+    """Create the project if needed, then a key of this scope for it (`agentlasso keys
+    create`)."""
+    caller = Caller(actor=CliActor(command="keys create"))
     connection = await connect(database_url)
     try:
         async with connection.transaction():
             project_id = await projects.ensure_project(connection, project_name)
-            return await create_key(connection, project_id, scope)
+            return await create_key(connection, project_id, scope, caller)
     finally:
         await connection.close()
+
+
+def key_actor(key_id: UUID, key: str) -> KeyActor:
+    """The audit log's actor for a presented key: its id and the prefix people recognise."""
+    return KeyActor(id=key_id, prefix=key[:PREFIX_LENGTH])
 
 
 async def authenticate(executor: Executor, key: str | None) -> LiveKey:
@@ -94,19 +111,29 @@ async def admit(platform: Platform, key: str | None) -> LiveKey:
 
 
 async def revoke_key_by_prefix(database_url: str, prefix: str) -> None:
-    """Revoke the one active key starting with `prefix`."""
+    """Revoke the one active key starting with `prefix` (`agentlasso keys revoke`)."""
     prefix = prefix[:PREFIX_LENGTH]
+    caller = Caller(actor=CliActor(command="keys revoke"))
     connection = await connect(database_url)
     try:
         async with connection.transaction():
-            key_ids = await api_keys.active_key_ids_with_prefix(connection, prefix)
-            if not key_ids:
+            keys = await api_keys.active_keys_with_prefix(connection, prefix)
+            if not keys:
                 raise NotFound(f"No active key starts with {prefix}.")
-            if len(key_ids) > 1:
-                raise Conflict(f"{len(key_ids)} active keys start with {prefix}; none revoked.")
-            await api_keys.revoke_key(connection, key_ids[0])
+            if len(keys) > 1:
+                raise Conflict(f"{len(keys)} active keys start with {prefix}; none revoked.")
+            key_id, project_id = keys[0]
+            await api_keys.revoke_key(connection, key_id)
+            await _record_revoked(connection, project_id, caller, key_id, prefix)
     finally:
         await connection.close()
+
+
+async def _record_revoked(
+    connection: Connection, project_id: UUID, caller: Caller, key_id: UUID, prefix: str
+) -> None:
+    subject = audit.about("api_key", key_id)
+    await audit.record(connection, project_id, caller, "api_key.revoked", subject, prefix=prefix)
 
 
 async def _note_use(platform: Platform, key_hash: bytes) -> None:
@@ -124,7 +151,9 @@ async def list_project_keys(platform: Platform, project_id: UUID) -> list[ApiKey
     return await api_keys.list_keys(platform.pool, project_id)
 
 
-async def create_project_key(platform: Platform, project_id: UUID, scope: Scope) -> NewKey:
+async def create_project_key(
+    platform: Platform, project_id: UUID, scope: Scope, caller: Caller
+) -> NewKey:
     """A new key of this scope for the project, returned once; TooManyRequests past the keys
     it may create an hour, Conflict when it holds as many active keys as it may."""
     await platform.limits.take_key_creation(project_id)
@@ -137,10 +166,15 @@ async def create_project_key(platform: Platform, project_id: UUID, scope: Scope)
                 f"Your project has {active} active API keys, the most it may hold "
                 f"(AGENTLASSO_QUOTA_API_KEYS is {cap}): revoke one before creating another."
             )
-        return await create_key(connection, project_id, scope)
+        return await create_key(connection, project_id, scope, caller)
 
 
-async def revoke_project_key(platform: Platform, project_id: UUID, key_id: UUID) -> None:
+async def revoke_project_key(
+    platform: Platform, project_id: UUID, key_id: UUID, caller: Caller
+) -> None:
     """Revoke one of the project's keys at once; NotFound when it has no such active key."""
-    if not await api_keys.revoke_project_key(platform.pool, project_id, key_id):
-        raise NotFound("No active key with this id in your project.")
+    async with platform.pool.acquire() as connection, connection.transaction():
+        prefix = await api_keys.revoke_project_key(connection, project_id, key_id)
+        if prefix is None:
+            raise NotFound("No active key with this id in your project.")
+        await _record_revoked(connection, project_id, caller, key_id, prefix)

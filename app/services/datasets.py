@@ -8,11 +8,13 @@ from uuid import UUID
 import msgspec
 
 from agentlasso.db import datasets as dataset_rows
+from agentlasso.domain.audit import Caller
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.runs import FINAL_STATUSES
 from agentlasso.domain.stored_text import refuse_nul
 from agentlasso.domain.web import DatasetSummary, LastRun
 from agentlasso.errors import Conflict, NotFound
+from agentlasso.services import audit
 from agentlasso.services.platform import Platform
 from agentlasso.services.run_settling import settle_run
 
@@ -108,16 +110,23 @@ async def update_dataset(
     return updated
 
 
-async def delete_dataset(platform: Platform, project_id: UUID, dataset_id: UUID) -> None:
+async def delete_dataset(
+    platform: Platform, project_id: UUID, dataset_id: UUID, caller: Caller
+) -> None:
     """Delete a dataset and its cases; its finished runs stay readable. Refused (Conflict)
     while a run of it is going on."""
     async with platform.pool.acquire() as connection, connection.transaction():
-        if await dataset_rows.lock_for_delete(connection, project_id, dataset_id) is None:
+        dataset = await dataset_rows.lock_for_delete(connection, project_id, dataset_id)
+        if dataset is None:
             raise NotFound(_MISSING)
         going_on = await dataset_rows.runs_going_on(connection, dataset_id, _RUNS_NAMED + 1)
         if going_on:
             raise Conflict(_runs_going_on(going_on))
         await dataset_rows.delete_dataset(connection, dataset_id)
+        await audit.record(
+            connection, project_id, caller, "dataset.deleted", audit.about("dataset", dataset_id),
+            name=dataset.name, cases=dataset.case_count,
+        )  # fmt: skip
 
 
 def _runs_going_on(run_ids: list[UUID]) -> str:

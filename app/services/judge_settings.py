@@ -9,9 +9,12 @@ from uuid import UUID
 import msgspec
 
 from agentlasso.db import projects
+from agentlasso.db.pool import Connection
+from agentlasso.domain.audit import Caller
 from agentlasso.domain.judging import ProjectJudge, judge_key_owner
 from agentlasso.errors import FieldError, InvalidInput
 from agentlasso.secrets_box import seal
+from agentlasso.services import audit
 from agentlasso.services.platform import Platform
 
 NO_KEY = "No key to test: set the project's Anthropic API key (or the server's ANTHROPIC_API_KEY)."
@@ -38,21 +41,43 @@ async def get_judge_settings(platform: Platform, project_id: UUID) -> JudgeSetti
 
 
 async def update_judge_settings(
-    platform: Platform, project_id: UUID, changes: dict[str, Any]
+    platform: Platform, project_id: UUID, changes: dict[str, Any], caller: Caller
 ) -> JudgeSettingsView:
     """Set (or with null remove) the project's own key and model; absent fields are kept."""
     _check(platform, changes)
-    current = await projects.judge_settings(platform.pool, project_id)
-    updated = msgspec.structs.replace(current)
-    if "anthropic_api_key" in changes:
-        key = changes["anthropic_api_key"]
-        owner = judge_key_owner(project_id)
-        sealed = None if key is None else seal(platform.secret_key, key.encode(), owner)
-        updated = msgspec.structs.replace(updated, key_encrypted=sealed)
-    if "model" in changes:
-        updated = msgspec.structs.replace(updated, model=changes["model"])
-    await projects.set_judge_settings(platform.pool, project_id, updated)
+    async with platform.pool.acquire() as connection, connection.transaction():
+        current = await projects.judge_settings(connection, project_id)
+        updated = msgspec.structs.replace(current)
+        if "anthropic_api_key" in changes:
+            key = changes["anthropic_api_key"]
+            owner = judge_key_owner(project_id)
+            sealed = None if key is None else seal(platform.secret_key, key.encode(), owner)
+            updated = msgspec.structs.replace(updated, key_encrypted=sealed)
+        if "model" in changes:
+            updated = msgspec.structs.replace(updated, model=changes["model"])
+        await projects.set_judge_settings(connection, project_id, updated)
+        await _record(connection, project_id, caller, current, updated)
     return _view(platform, updated)
+
+
+async def _record(
+    connection: Connection,
+    project_id: UUID,
+    caller: Caller,
+    before: ProjectJudge,
+    after: ProjectJudge,
+) -> None:
+    """An entry for the key set or removed (never the key), and one for the model changed."""
+    if after.key_encrypted is not None and after.key_encrypted != before.key_encrypted:
+        replaced = before.key_encrypted is not None
+        await audit.record(connection, project_id, caller, "judge_key.set", replaced=replaced)
+    elif after.key_encrypted is None and before.key_encrypted is not None:
+        await audit.record(connection, project_id, caller, "judge_key.removed")
+    if after.model != before.model:
+        await audit.record(
+            connection, project_id, caller, "judge_model.changed",
+            before=before.model, after=after.model,
+        )  # fmt: skip
 
 
 def _check(platform: Platform, changes: dict[str, Any]) -> None:

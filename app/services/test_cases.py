@@ -12,6 +12,7 @@ from agentlasso.db import case_results as result_rows
 from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import test_cases as case_rows
 from agentlasso.db.pool import Connection
+from agentlasso.domain.audit import Caller
 from agentlasso.domain.checks import Check, OutputContains, OutputNotContains, assign_check_ids
 from agentlasso.domain.conversations import conversation_problems
 from agentlasso.domain.datasets import Dataset
@@ -27,6 +28,7 @@ from agentlasso.domain.web import CaseFilter, Revision
 from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound, StaleRevision
 from agentlasso.grading import EXPECTATION_ID, regex_compile_error
 from agentlasso.grading.written_checks import written_check_problems
+from agentlasso.services import audit
 from agentlasso.services.platform import Platform
 
 
@@ -271,7 +273,15 @@ async def count_new_cases(
         )
 
 
-async def delete_test_case(platform: Platform, project_id: UUID, test_case_id: UUID) -> None:
+async def delete_test_case(
+    platform: Platform, project_id: UUID, test_case_id: UUID, caller: Caller
+) -> None:
     """Delete a case; runs that pinned its revisions keep them."""
-    if not await case_rows.delete_test_case(platform.pool, project_id, test_case_id):
-        raise NotFound("No test case with this id in your project.")
+    async with platform.pool.acquire() as connection, connection.transaction():
+        dataset_id = await case_rows.delete_test_case(connection, project_id, test_case_id)
+        if dataset_id is None:
+            raise NotFound("No test case with this id in your project.")
+        await audit.record(
+            connection, project_id, caller, "test_case.deleted",
+            audit.about("test_case", test_case_id), dataset_id=str(dataset_id),
+        )  # fmt: skip

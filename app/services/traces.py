@@ -16,6 +16,7 @@ from agentlasso.db import shown_spans, trace_lists
 from agentlasso.db import traces as trace_rows
 from agentlasso.db.trace_lists import TraceFilters
 from agentlasso.db.traces import TraceRow
+from agentlasso.domain.audit import Caller
 from agentlasso.domain.checks import Check
 from agentlasso.domain.test_cases import ContentWarning, TestCase, TestCaseContent
 from agentlasso.errors import (
@@ -27,6 +28,7 @@ from agentlasso.errors import (
     NotFound,
     UnsupportedMediaType,
 )
+from agentlasso.services import audit
 from agentlasso.services.platform import Platform
 from agentlasso.services.test_cases import create_test_case
 from agentlasso.services.trace_conversations import make_conversation_case, trace_turns
@@ -247,9 +249,17 @@ async def retention_days(platform: Platform, project_id: UUID) -> int:
     return await trace_rows.retention_days(platform.pool, project_id)
 
 
-async def set_retention_days(platform: Platform, project_id: UUID, days: int) -> int:
+async def set_retention_days(
+    platform: Platform, project_id: UUID, days: int, caller: Caller
+) -> int:
     """Keep the project's traces this many days; older ones go within a minute or so."""
-    await trace_rows.set_retention_days(platform.pool, project_id, days)
+    async with platform.pool.acquire() as connection, connection.transaction():
+        before = await trace_rows.set_retention_days(connection, project_id, days)
+        if before != days:
+            await audit.record(
+                connection, project_id, caller, "trace_retention.changed",
+                before=before, after=days,
+            )  # fmt: skip
     return days
 
 

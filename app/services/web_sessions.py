@@ -7,19 +7,25 @@ the project and the token every form must carry (CSRF). The key itself is never 
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from datetime import timedelta
 from uuid import UUID
 
 import msgspec
 
+from agentlasso.db import api_keys as key_rows
 from agentlasso.db import web_sessions as session_rows
 from agentlasso.db.pool import Executor
+from agentlasso.domain.audit import Actor, Caller, KeyActor, LinkActor
 from agentlasso.domain.scopes import Scope
 from agentlasso.domain.web import WebSession
 from agentlasso.errors import NotAuthenticated
-from agentlasso.services.api_keys import live_key
+from agentlasso.services import audit
+from agentlasso.services.api_keys import KEY_PREFIX, PREFIX_LENGTH, key_actor, live_key
 from agentlasso.services.platform import Platform
+
+log = logging.getLogger("agentlasso.audit")
 
 # A session lives this long after its last use, and never longer than LIFETIME in all.
 IDLE = timedelta(hours=12)
@@ -46,12 +52,14 @@ def token_hash(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8")).digest()
 
 
-async def sign_in_with_key(platform: Platform, key: str) -> NewSession:
+async def sign_in_with_key(platform: Platform, key: str, ip: str | None) -> NewSession:
     """A session for the key's project, of the key's scope; NotAuthenticated when the key is not
     a live one or of scope `ingest`, TooManyRequests past its project's request rate (each
     sign-in writes a session)."""
-    found = await live_key(platform.pool, key.strip())
+    key = key.strip()
+    found = await live_key(platform.pool, key)
     if found is None:
+        await _record_failure(platform, key, ip)
         raise NotAuthenticated("That API key is not valid, or it has been revoked.")
     if found.scope == Scope.INGEST:
         # Every page reads, and an ingest key reads nothing: a session would be all refusals.
@@ -60,17 +68,37 @@ async def sign_in_with_key(platform: Platform, key: str) -> NewSession:
             '"read", "ci" or "admin".'
         )
     await platform.limits.admit_request(found.project_id)
-    return await _open(platform.pool, found.project_id, found.key_id)
+    caller = Caller(actor=key_actor(found.key_id, key), ip=ip)
+    return await _open(platform, found.project_id, caller)
 
 
-async def sign_in_with_link(platform: Platform, token: str) -> NewSession:
+async def sign_in_with_link(platform: Platform, token: str, ip: str | None) -> NewSession:
     """A session from a one-time link; NotAuthenticated when it was used or is too old."""
     project_id = None
     if len(token) <= MAX_TOKEN_LENGTH:
         project_id = await session_rows.use_login_token(platform.pool, token_hash(token))
     if project_id is None:
+        log.warning("sign_in.failed: a spent or unknown sign-in link, from %s", ip)
         raise NotAuthenticated(LINK_SPENT)
-    return await _open(platform.pool, project_id, None)
+    return await _open(platform, project_id, Caller(actor=LinkActor(), ip=ip))
+
+
+async def _record_failure(platform: Platform, key: str, ip: str | None) -> None:
+    """A failed sign-in goes to the log of the project whose key it names by its prefix (a
+    revoked key, or a live one's prefix with the wrong rest), drawing on that project's request
+    rate like a request; text that names none of our keys goes to the server's log only."""
+    named = None
+    if key.startswith(KEY_PREFIX) and len(key) >= PREFIX_LENGTH:
+        named = await key_rows.key_with_prefix(platform.pool, key[:PREFIX_LENGTH])
+    if named is None:
+        log.warning("sign_in.failed: text that names no key, from %s", ip)
+        return
+    key_id, project_id, revoked = named
+    await platform.limits.admit_request(project_id)
+    caller = Caller(actor=key_actor(key_id, key), ip=ip)
+    reason = "revoked_key" if revoked else "wrong_key"
+    async with platform.pool.acquire() as connection, connection.transaction():
+        await audit.record(connection, project_id, caller, "sign_in.failed", reason=reason)
 
 
 async def link_project_name(platform: Platform, token: str) -> str:
@@ -104,12 +132,20 @@ async def create_login_link_token(executor: Executor, project_id: UUID) -> str:
     return token
 
 
-async def _open(executor: Executor, project_id: UUID, key_id: UUID | None) -> NewSession:
-    # Every sign-in sweeps what can no longer be used, so neither table only grows.
-    await session_rows.delete_expired_sessions(executor)
-    await session_rows.delete_spent_login_tokens(executor)
-    session = NewSession(token=secrets.token_urlsafe(32), csrf_token=secrets.token_urlsafe(32))
-    await session_rows.insert_session(
-        executor, token_hash(session.token), project_id, key_id, session.csrf_token, IDLE
-    )
+async def _open(platform: Platform, project_id: UUID, caller: Caller) -> NewSession:
+    async with platform.pool.acquire() as connection, connection.transaction():
+        # Every sign-in sweeps what can no longer be used, so neither table only grows.
+        await session_rows.delete_expired_sessions(connection)
+        await session_rows.delete_spent_login_tokens(connection)
+        session = NewSession(token=secrets.token_urlsafe(32), csrf_token=secrets.token_urlsafe(32))
+        await session_rows.insert_session(
+            connection, token_hash(session.token), project_id, _key_id(caller.actor),
+            session.csrf_token, IDLE,
+        )  # fmt: skip
+        method = "sign_in_link" if isinstance(caller.actor, LinkActor) else "api_key"
+        await audit.record(connection, project_id, caller, "sign_in.succeeded", method=method)
     return session
+
+
+def _key_id(actor: Actor) -> UUID | None:
+    return actor.id if isinstance(actor, KeyActor) else None

@@ -33,7 +33,7 @@ from agentlasso.web.page_limits import with_retry_after
 from agentlasso.web.rendering import page, redirect
 from agentlasso.web.revision_diff import revision_diff
 from agentlasso.web.server_timing import spent
-from agentlasso.web.sessions import session_of
+from agentlasso.web.sessions import caller_of, session_of
 
 HISTORY_SHOWN = 50
 # Where the editor posts, when a page other than a case's own opens it (request.state).
@@ -124,7 +124,8 @@ class CaseEditorPages(Controller):
     ) -> Response[Any]:
         """Delete the case (runs that used it keep their results)."""
         case = await case_named(request, platform, case_id)
-        await case_service.delete_test_case(platform, session_of(request).project_id, case.id)
+        project_id = session_of(request).project_id
+        await case_service.delete_test_case(platform, project_id, case.id, caller_of(request))
         return redirect(request, f"/datasets/{case.dataset_id}")
 
     @post("/ui/check-regex", name="check_regex")

@@ -14,7 +14,7 @@ from agentlasso.services import api_keys as key_service
 from agentlasso.services.api_keys import NewKey
 from agentlasso.web.once import once
 from agentlasso.web.rendering import redirect
-from agentlasso.web.sessions import session_of
+from agentlasso.web.sessions import caller_of, session_of
 from agentlasso.web.settings_pages import settings_page
 
 
@@ -37,7 +37,11 @@ class KeyPages(Controller):
         created: list[NewKey] = []
 
         async def create() -> str:
-            created.append(await key_service.create_project_key(platform, project_id, scope))
+            created.append(
+                await key_service.create_project_key(
+                    platform, project_id, scope, caller_of(request)
+                )
+            )
             return "/settings#api-keys"
 
         await once(platform, project_id, form.get("form_id"), "/settings#api-keys", create)
@@ -53,5 +57,7 @@ class KeyPages(Controller):
     ) -> Response[Any]:
         """Revoke a key at once (a session opened with it ends too)."""
         project_id = session_of(request).project_id
-        await key_service.revoke_project_key(platform, project_id, parse_id(key_id, "key"))
+        await key_service.revoke_project_key(
+            platform, project_id, parse_id(key_id, "key"), caller_of(request)
+        )
         return redirect(request, "/settings#api-keys")

@@ -17,9 +17,10 @@ from litestar.connection import ASGIConnection
 from litestar.datastructures import Cookie
 from litestar.handlers import BaseRouteHandler
 
+from agentlasso.domain.audit import Caller
 from agentlasso.domain.web import WebSession
 from agentlasso.errors import AgentLassoError
-from agentlasso.http.auth import method_of, platform_of
+from agentlasso.http.auth import client_ip, method_of, platform_of
 from agentlasso.http.permissions import require_scope
 from agentlasso.services import web_sessions
 from agentlasso.services.web_sessions import IDLE, LIFETIME, NewSession
@@ -79,6 +80,11 @@ def session_of(request: Request[Any, Any, Any]) -> WebSession:
     """The signed-in session the guard found."""
     session: WebSession = request.state.session
     return session
+
+
+def caller_of(request: Request[Any, Any, Any]) -> Caller:
+    """Who the signed-in session acts as, and from where: for the audit log."""
+    return Caller(actor=session_of(request).actor, ip=client_ip(request))
 
 
 def with_session_cookie(

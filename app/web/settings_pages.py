@@ -13,6 +13,7 @@ from litestar import Controller, Request, Response, get, post
 
 from agentlasso.agents import AgentCallResult
 from agentlasso.domain.agents import Agent
+from agentlasso.domain.audit import Caller
 from agentlasso.domain.scopes import SCOPE_MEANINGS, Scope
 from agentlasso.errors import InvalidInput, TooManyRequests
 from agentlasso.http.auth import PlatformDep
@@ -31,7 +32,7 @@ from agentlasso.web.forms import by_field, checked, json_field, optional_text, t
 from agentlasso.web.once import new_form_id, once
 from agentlasso.web.page_limits import with_retry_after
 from agentlasso.web.rendering import page, redirect
-from agentlasso.web.sessions import session_of
+from agentlasso.web.sessions import caller_of, session_of
 
 AGENT_FIELDS = ("name", "url", "headers", "timeout_s", "max_concurrency", "system_prompt", "tools")
 
@@ -60,7 +61,7 @@ class SettingsPages(Controller):
         fields = _agent_fields(form, current, errors)
         if not errors:
             try:
-                await _store_agent(platform, project_id, current, fields, form, errors)
+                await _store_agent(platform, caller_of(request), project_id, current, fields, form)
             except InvalidInput as exc:
                 errors = by_field(exc.errors)
         if errors:
@@ -121,7 +122,9 @@ class SettingsPages(Controller):
         elif form.get("remove_key") == "on":
             changes["anthropic_api_key"] = None
         try:
-            await judge_service.update_judge_settings(platform, project_id, changes)
+            await judge_service.update_judge_settings(
+                platform, project_id, changes, caller_of(request)
+            )
         except InvalidInput as exc:
             return await settings_page(
                 request, platform, judge_form=form, judge_errors=by_field(exc.errors),
@@ -158,7 +161,9 @@ class SettingsPages(Controller):
             return await settings_page(
                 request, platform, retention_typed=raw, trace_errors=errors, status_code=422
             )
-        await trace_service.set_retention_days(platform, project_id, written.retention_days)
+        await trace_service.set_retention_days(
+            platform, project_id, written.retention_days, caller_of(request)
+        )
         return redirect(request, "/settings?traces_saved=1#traces")
 
 
@@ -219,23 +224,23 @@ def _headers(raw: str, errors: dict[str, str]) -> dict[str, str]:
 
 async def _store_agent(
     platform: Platform,
-    project_id: Any,
+    caller: Caller,
+    project_id: UUID,
     current: Agent | None,
     fields: dict[str, Any],
     form: Mapping[str, Any],
-    errors: dict[str, str],
 ) -> None:
     if current is None:
 
         async def create() -> str:
             spec = agent_service.AgentSpec(**fields)
-            agent = await agent_service.create_agent(platform, project_id, spec)
+            agent = await agent_service.create_agent(platform, project_id, spec, caller)
             await agent_service.choose_default_agent(platform, project_id, agent.id)
             return "/settings#your-agent"
 
         await once(platform, project_id, form.get("form_id"), "/settings#your-agent", create)
         return
-    await agent_service.update_agent(platform, project_id, current.id, fields)
+    await agent_service.update_agent(platform, project_id, current.id, fields, caller)
 
 
 async def settings_page(

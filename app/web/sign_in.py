@@ -8,7 +8,7 @@ from litestar import Controller, Request, Response, get, post
 from litestar.params import FromQuery
 
 from agentlasso.errors import NotAuthenticated, TooManyRequests
-from agentlasso.http.auth import PlatformDep
+from agentlasso.http.auth import PlatformDep, client_ip
 from agentlasso.services import web_sessions
 from agentlasso.services.platform import Platform
 from agentlasso.services.web_sessions import NewSession
@@ -59,7 +59,9 @@ class SignInPages(Controller):
             message = "This sign-in form is out of date: open the link again."
             return _form(request, next_path, message=message, status_code=403)
         try:
-            session = await web_sessions.sign_in_with_link(platform, str(form.get("token") or ""))
+            session = await web_sessions.sign_in_with_link(
+                platform, str(form.get("token") or ""), client_ip(request)
+            )
         except NotAuthenticated as exc:
             return _form(request, next_path, message=exc.detail, status_code=401)
         return await _signed_in(request, platform, session, safe_next(next_path))
@@ -75,7 +77,9 @@ class SignInPages(Controller):
             message = "This sign-in form is out of date: try again."
             return _form(request, next_path, message=message, status_code=403)
         try:
-            session = await web_sessions.sign_in_with_key(platform, str(form.get("api_key") or ""))
+            session = await web_sessions.sign_in_with_key(
+                platform, str(form.get("api_key") or ""), client_ip(request)
+            )
         except NotAuthenticated as exc:
             errors = {"api_key": exc.detail}
             return _form(request, next_path, errors=errors, status_code=422)

@@ -36,7 +36,7 @@ from agentlasso.web.forms import (
 from agentlasso.web.objects import dataset_named
 from agentlasso.web.once import new_form_id, once
 from agentlasso.web.rendering import download_disposition, page, redirect
-from agentlasso.web.sessions import session_of
+from agentlasso.web.sessions import caller_of, session_of
 
 PAGE_SIZE = 50
 # The newest versions the dataset page lists (the Start a run form offers more).
@@ -155,7 +155,9 @@ class StudioPages(Controller):
         project_id = session_of(request).project_id
         dataset = await dataset_named(request, platform, dataset_id)
         try:
-            await dataset_service.delete_dataset(platform, project_id, dataset.id)
+            await dataset_service.delete_dataset(
+                platform, project_id, dataset.id, caller_of(request)
+            )
         except Conflict as exc:
             return page(
                 request, "dataset_delete.html", status_code=409, dataset=dataset, problem=exc.detail

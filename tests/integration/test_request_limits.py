@@ -18,6 +18,7 @@ from redis.asyncio import Redis
 
 from agentlasso.config import Settings
 from agentlasso.coordination.rate_limits import TokenBucket, take_together
+from agentlasso.domain.audit import Caller, CliActor
 from agentlasso.domain.scopes import Scope
 from agentlasso.server import create_app
 from agentlasso.services.api_keys import create_key
@@ -58,7 +59,8 @@ async def another_key_of(database_url: str, key: str) -> str:
     connection = await asyncpg.connect(database_url)
     try:
         project_id = await project_of(connection, key)
-        return (await create_key(connection, project_id, Scope.ADMIN)).key
+        caller = Caller(actor=CliActor(command="test"))
+        return (await create_key(connection, project_id, Scope.ADMIN, caller)).key
     finally:
         await connection.close()
 

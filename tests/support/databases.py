@@ -9,6 +9,7 @@ import asyncpg
 import msgspec
 
 from agentlasso.db.migrations import apply_migrations
+from agentlasso.domain.audit import Caller, CliActor
 from agentlasso.domain.scopes import Scope
 from agentlasso.services.api_keys import create_key, create_key_for_project_name, hash_key
 
@@ -68,6 +69,8 @@ async def key_of_scope(database_url: str, key: str, scope: Scope) -> str:
         project_id = await connection.fetchval(
             "SELECT project_id FROM api_keys WHERE key_hash = $1", hash_key(key)
         )
-        return (await create_key(connection, project_id, scope)).key
+        async with connection.transaction():
+            caller = Caller(actor=CliActor(command="test"))
+            return (await create_key(connection, project_id, scope, caller)).key
     finally:
         await connection.close()
