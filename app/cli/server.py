@@ -142,6 +142,28 @@ def keys_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def audit_verify(args: argparse.Namespace) -> int:
+    """`agentlasso audit verify`: exit 0 when the project's audit log holds, 1 when it breaks."""
+    from agentlasso.config import load_settings
+    from agentlasso.errors import AgentLassoError
+    from agentlasso.services.audit import verify_project_log
+
+    try:
+        check = asyncio.run(verify_project_log(load_settings().database_url, args.project))
+    except AgentLassoError as exc:
+        print(f"error: {exc.detail}", file=sys.stderr)
+        return 1
+    held = f"{check.held_seq} entries hold"
+    if check.held_hash is not None:
+        held += f" (the last one's hash: {check.held_hash.hex()})"
+    if check.broken is not None:
+        print(f"The audit log is broken at entry {check.broken.seq}: {check.broken.reason}.")
+        print(f"Before it, {held}.")
+        return 1
+    print(f"The audit log of {args.project!r} holds: {held}.")
+    return 0
+
+
 def secret_key(_args: argparse.Namespace) -> int:
     """`agentlasso secret-key`: a new AGENTLASSO_SECRET_KEY."""
     from agentlasso.secrets_box import generate_key
@@ -193,6 +215,18 @@ def add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     revoke = key_commands.add_parser("revoke", help="revoke a key by its prefix")
     revoke.add_argument("key_prefix")
     revoke.set_defaults(handler=keys_revoke)
+
+    audit = commands.add_parser("audit", help="check the audit log")
+    audit_commands = audit.add_subparsers(dest="audit_command", required=True)
+    verify = audit_commands.add_parser(
+        "verify",
+        help="check that no entry of a project's audit log was edited or removed",
+        description="Follows the project's audit log from its first entry, recomputing each"
+        " entry's hash. Exits 0 when every entry holds, 1 at the first that was edited, removed"
+        " or put out of place (it names the entry).",
+    )
+    verify.add_argument("--project", required=True)
+    verify.set_defaults(handler=audit_verify)
 
     commands.add_parser(
         "secret-key",

@@ -20,6 +20,15 @@ async def ensure_project(connection: Connection, name: str) -> UUID:
     return project_id
 
 
+_BY_NAME = "SELECT id FROM projects WHERE name = $1"
+
+
+async def project_named(executor: Executor, name: str) -> UUID | None:
+    """The id of the project with this name, if there is one."""
+    project_id: UUID | None = await executor.fetchval(_BY_NAME, name)
+    return project_id
+
+
 _JUDGE = "SELECT judge_key_encrypted, judge_model FROM projects WHERE id = $1"
 _SET_JUDGE = """
 UPDATE projects SET judge_key_encrypted = $2, judge_model = $3 WHERE id = $1

@@ -140,19 +140,28 @@ def entry_hash(prev_hash: bytes, entry: AuditEntry) -> bytes:
     return hashlib.sha256(prev_hash + canonical_content(entry)).digest()
 
 
-def first_broken_link(entries: list[AuditEntry], after: AuditEntry | None) -> BrokenLink | None:
-    """The first of these entries (in seq order, following `after`) that breaks the chain."""
-    prev_seq, prev_hash = (0, GENESIS_HASH) if after is None else (after.seq, after.entry_hash)
+def follow_chain(
+    entries: list[AuditEntry], after: AuditEntry | None
+) -> tuple[AuditEntry | None, BrokenLink | None]:
+    """Follow these entries (in seq order, after `after`): the last one that holds, and the
+    first one that breaks the chain, if any."""
+    held = after
     for entry in entries:
-        if entry.seq != prev_seq + 1:
-            return BrokenLink(
-                seq=entry.seq, reason=f"entries {prev_seq + 1} to {entry.seq - 1} are missing"
-            )
-        if entry.prev_hash != prev_hash:
-            return BrokenLink(seq=entry.seq, reason="it does not follow the entry before it")
-        if entry_hash(prev_hash, entry) != entry.entry_hash:
-            return BrokenLink(seq=entry.seq, reason="its content is not what was recorded")
-        prev_seq, prev_hash = entry.seq, entry.entry_hash
+        broken = _broken_link(held, entry)
+        if broken is not None:
+            return held, broken
+        held = entry
+    return held, None
+
+
+def _broken_link(before: AuditEntry | None, entry: AuditEntry) -> BrokenLink | None:
+    prev_seq, prev_hash = (0, GENESIS_HASH) if before is None else (before.seq, before.entry_hash)
+    if entry.seq != prev_seq + 1:
+        return BrokenLink(seq=entry.seq, reason=_missing(prev_seq + 1, entry.seq - 1))
+    if entry.prev_hash != prev_hash:
+        return BrokenLink(seq=entry.seq, reason="it does not follow the entry before it")
+    if entry_hash(prev_hash, entry) != entry.entry_hash:
+        return BrokenLink(seq=entry.seq, reason="its content is not what was recorded")
     return None
 
 

@@ -17,8 +17,11 @@ from __future__ import annotations
 import logging
 from uuid import UUID
 
+import msgspec
+
 from agentlasso.db import audit_log as audit_rows
-from agentlasso.db.pool import Connection, Executor
+from agentlasso.db import projects as project_rows
+from agentlasso.db.pool import Connection, Executor, connect
 from agentlasso.domain.audit import (
     AuditAction,
     AuditEntry,
@@ -28,8 +31,9 @@ from agentlasso.domain.audit import (
     BrokenLink,
     Caller,
     ChangeValue,
-    first_broken_link,
+    follow_chain,
 )
+from agentlasso.errors import NotFound
 from agentlasso.services.platform import Platform
 
 log = logging.getLogger("agentlasso.audit")
@@ -63,14 +67,38 @@ async def list_entries(
     return await audit_rows.list_entries(platform.pool, project_id, which, before_seq, limit)
 
 
-async def verify_chain(executor: Executor, project_id: UUID) -> BrokenLink | None:
-    """The first entry of the project's log that was edited, removed or put out of place;
-    None when the whole chain holds."""
-    last: AuditEntry | None = None
+class ChainCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """What verifying a project's log found: the last entry that holds (0: none), its hash, and
+    the first entry that breaks the chain, if one does."""
+
+    held_seq: int
+    held_hash: bytes | None
+    broken: BrokenLink | None
+
+
+async def verify_chain(executor: Executor, project_id: UUID) -> ChainCheck:
+    """Walk the project's log oldest first, to the first entry edited, removed or put out of
+    place (none when the whole chain holds)."""
+    held: AuditEntry | None = None
     while True:
-        after = 0 if last is None else last.seq
+        after = 0 if held is None else held.seq
         batch = await audit_rows.entries_in_chain_order(executor, project_id, after, VERIFY_BATCH)
-        broken = first_broken_link(batch, last)
+        held, broken = follow_chain(batch, held)
         if broken is not None or len(batch) < VERIFY_BATCH:
-            return broken
-        last = batch[-1]
+            return ChainCheck(
+                held_seq=0 if held is None else held.seq,
+                held_hash=None if held is None else held.entry_hash,
+                broken=broken,
+            )
+
+
+async def verify_project_log(database_url: str, project_name: str) -> ChainCheck:
+    """Verify the log of the project with this name (`agentlasso audit verify`)."""
+    connection = await connect(database_url)
+    try:
+        project_id = await project_rows.project_named(connection, project_name)
+        if project_id is None:
+            raise NotFound(f"No project is called {project_name!r}.")
+        return await verify_chain(connection, project_id)
+    finally:
+        await connection.close()

@@ -188,9 +188,12 @@ async def test_filters_by_action_and_actor_and_pages_newest_first(
     assert [each["action"] for each in await audit_entries(client, actor="cli")] == [
         "api_key.created"
     ]
-    pages, cursor = [], None
+    pages: list[list[str]] = []
+    cursor: str | None = None
     while True:
-        params = {"limit": 2, "action": "dataset.deleted", **({"cursor": cursor} if cursor else {})}
+        params: dict[str, str | int] = {"limit": 2, "action": "dataset.deleted"}
+        if cursor:
+            params["cursor"] = cursor
         answer = (await client.get("/api/v1/audit-log", params=params)).json()
         pages.append([each["changes"]["name"] for each in answer["items"]])
         cursor = answer["next_cursor"]
