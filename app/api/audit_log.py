@@ -7,14 +7,12 @@ from typing import Annotated
 from litestar import Controller, get
 from litestar.params import FromQuery, QueryParameter
 
-from agentlasso.domain.audit import AuditAction, AuditFilter
+from agentlasso.domain.audit import ACTOR_PATTERN, AuditAction, AuditFilter
 from agentlasso.http.auth import PlatformDep, ProjectId
 from agentlasso.http.pagination import DEFAULT_LIMIT, Cursor, Limit, decode_cursor, next_cursor
 from agentlasso.schemas.audit_log import AuditLogPage, entry_out
 from agentlasso.services import audit as service
 
-# A key's prefix, or an actor's kind (`sign_in_link`, `cli`); a person's email later.
-ACTOR_PATTERN = r"^[!-~]{1,320}$"
 ActorFilter = Annotated[
     str | None,
     QueryParameter(

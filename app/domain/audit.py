@@ -33,6 +33,8 @@ AuditAction = Literal[
     "sign_in.failed",
 ]
 AUDIT_ACTIONS: tuple[AuditAction, ...] = AuditAction.__args__  # type: ignore[attr-defined]
+# What the `actor` filter takes: a key's prefix, an actor's kind (a person's email, later).
+ACTOR_PATTERN = r"^[!-~]{1,320}$"
 # What `changes` may hold: names and small values, never a secret (the services choose).
 ChangeValue = str | int | bool | None | list[str]
 # The hash before a project's first entry.

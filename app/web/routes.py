@@ -14,6 +14,7 @@ from litestar.types import ControllerRouterHandler
 from agentlasso.config import Settings
 from agentlasso.errors import AgentLassoError, TooManyRequests, Unavailable
 from agentlasso.http.problems import on_http_error, status_of
+from agentlasso.web.audit_pages import AuditLogPages
 from agentlasso.web.case_cards import CaseCardPages
 from agentlasso.web.case_editor import CaseEditorPages
 from agentlasso.web.compare_pages import ComparePages
@@ -54,6 +55,7 @@ SIGNED_IN_PAGES: list[ControllerRouterHandler] = [
     CaseEditorPages,
     SettingsPages,
     KeyPages,
+    AuditLogPages,
     RunPages,
     RunStartPages,
     run_live,
