@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -44,6 +45,7 @@ ACTION_NAMES: dict[AuditAction, str] = {
     "sign_in.failed": "Sign-in failed",
 }
 ACTION_CHOICES = [("", "Any action")] + [(name, ACTION_NAMES[name]) for name in AUDIT_ACTIONS]
+_READ_FIRST = {"before": 0, "after": 1}
 _ACTIONS: dict[str, AuditAction] = {name: name for name in AUDIT_ACTIONS}
 
 
@@ -96,8 +98,13 @@ def _row(entry: AuditEntry) -> dict[str, Any]:
         "action_name": entry.action,
         "object": None if entry.object is None else f"{entry.object.type} {entry.object.id}",
         "ip": entry.ip,
-        "changes": [(name, _value(value)) for name, value in sorted(entry.changes.items())],
+        "changes": [(name, _value(entry.changes[name])) for name in _in_order(entry.changes)],
     }
+
+
+def _in_order(changes: Mapping[str, object]) -> list[str]:
+    """The names of what changed: what it was before it became what it is, then the rest."""
+    return sorted(changes, key=lambda name: (_READ_FIRST.get(name, len(_READ_FIRST)), name))
 
 
 def _actor(entry: AuditEntry) -> str:
@@ -110,6 +117,8 @@ def _actor(entry: AuditEntry) -> str:
 
 
 def _value(value: object) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, list):
         return ", ".join(str(each) for each in value) or "none"
     return "none" if value is None else str(value)
