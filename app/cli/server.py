@@ -198,6 +198,20 @@ def add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
 
     commands.add_parser("migrate", help="apply database migrations").set_defaults(handler=migrate)
 
+    _add_key_and_audit_commands(commands)
+
+    commands.add_parser(
+        "secret-key",
+        help="print a new AGENTLASSO_SECRET_KEY",
+        description="Prints a new random key (32 bytes, base64) for AGENTLASSO_SECRET_KEY, which"
+        " encrypts agent headers at rest. Give the API and every worker the same key.",
+    ).set_defaults(handler=secret_key)
+
+
+def _add_key_and_audit_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """`agentlasso keys create|revoke` and `agentlasso audit verify`."""
     keys = commands.add_parser("keys", help="manage API keys")
     key_commands = keys.add_subparsers(dest="keys_command", required=True)
     create = key_commands.add_parser("create", help="create a project key")
@@ -227,10 +241,3 @@ def add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     verify.add_argument("--project", required=True)
     verify.set_defaults(handler=audit_verify)
-
-    commands.add_parser(
-        "secret-key",
-        help="print a new AGENTLASSO_SECRET_KEY",
-        description="Prints a new random key (32 bytes, base64) for AGENTLASSO_SECRET_KEY, which"
-        " encrypts agent headers at rest. Give the API and every worker the same key.",
-    ).set_defaults(handler=secret_key)

@@ -116,3 +116,29 @@ def by_field(problems: list[FieldError]) -> dict[str, str]:
     for problem in problems:
         errors.setdefault(field_name(problem.pointer), problem.detail)
     return errors
+
+
+def number_field(form: Mapping[str, Any], name: str, kind: type, errors: dict[str, str]) -> Any:
+    """The field as a number of this kind (None when blank); an error for it otherwise."""
+    raw = text(form, name).strip()
+    if not raw:
+        return None
+    try:
+        return kind(raw)
+    except ValueError:
+        errors[name] = "Enter a number." if kind is float else "Enter a whole number."
+        return None
+
+
+def header_lines(raw: str, errors: dict[str, str]) -> dict[str, str]:
+    """`Name: value` lines as headers."""
+    headers: dict[str, str] = {}
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, colon, value = line.partition(":")
+        if not colon or not name.strip():
+            errors["headers"] = f"Line {number}: write each header as Name: value."
+            return {}
+        headers[name.strip()] = value.strip()
+    return headers

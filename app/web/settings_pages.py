@@ -28,7 +28,15 @@ from agentlasso.services.api_keys import NewKey
 from agentlasso.services.judge_settings import KeyTest
 from agentlasso.services.platform import Platform
 from agentlasso.web.agent_reply import observed, what_the_agent_did
-from agentlasso.web.forms import by_field, checked, json_field, optional_text, text
+from agentlasso.web.forms import (
+    by_field,
+    checked,
+    header_lines,
+    json_field,
+    number_field,
+    optional_text,
+    text,
+)
 from agentlasso.web.once import new_form_id, once
 from agentlasso.web.page_limits import with_retry_after
 from agentlasso.web.rendering import page, redirect
@@ -174,12 +182,12 @@ def _agent_fields(
     fields: dict[str, Any] = {
         "name": text(form, "name").strip() or (current.name if current else "My agent"),
         "url": text(form, "url").strip(),
-        "timeout_s": _or_default(_number(form, "timeout_s", float, errors), "timeout_s"),
-        "max_concurrency": _number(form, "max_concurrency", int, errors),
+        "timeout_s": _or_default(number_field(form, "timeout_s", float, errors), "timeout_s"),
+        "max_concurrency": number_field(form, "max_concurrency", int, errors),
         "system_prompt": optional_text(form, "system_prompt"),
         "tools": json_field(form, "tools", errors, list),
     }
-    headers = _headers(text(form, "headers"), errors)
+    headers = header_lines(text(form, "headers"), errors)
     if headers:
         fields["headers"] = headers
     elif form.get("remove_headers") == "on" or current is None:
@@ -195,31 +203,6 @@ def _or_default(value: Any, field: str) -> Any:
     shape = msgspec.inspect.type_info(AgentCreate)
     assert isinstance(shape, msgspec.inspect.StructType)
     return next(each.default for each in shape.fields if each.name == field)
-
-
-def _number(form: Mapping[str, Any], name: str, kind: type, errors: dict[str, str]) -> Any:
-    raw = text(form, name).strip()
-    if not raw:
-        return None
-    try:
-        return kind(raw)
-    except ValueError:
-        errors[name] = "Enter a number." if kind is float else "Enter a whole number."
-        return None
-
-
-def _headers(raw: str, errors: dict[str, str]) -> dict[str, str]:
-    """`Name: value` lines as headers."""
-    headers: dict[str, str] = {}
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        name, colon, value = line.partition(":")
-        if not colon or not name.strip():
-            errors["headers"] = f"Line {number}: write each header as Name: value."
-            return {}
-        headers[name.strip()] = value.strip()
-    return headers
 
 
 async def _store_agent(
