@@ -132,8 +132,7 @@ ERRORS: dict[str, tuple[int, ...]] = {
 
 
 def complete(app: Litestar, priced_models: Iterable[str]) -> None:
-    """Complete the app's (cached) OpenAPI document in place; `priced_models` are the judge
-    models this server has a price for, the only ones a project may choose."""
+    """Complete the app's OpenAPI document in place; a project may choose `priced_models` only."""
     document = app.openapi_schema
     document.components = document.components or Components()
     document.components.schemas = msgspec_schemas()
