@@ -223,7 +223,7 @@ def _add_key_and_audit_commands(
         # The operator's first key sets the project up (agents, datasets), as keys always did;
         # narrower keys for CI, exporters and readers are asked for by name.
         help="what the key may do: admin (everything, the default), ci (runs and results), "
-        "ingest (OTLP traces only), read (GET only)",
+        "ingest (OTLP traces only), read (GET only, but the audit log)",
     )
     create.set_defaults(handler=keys_create)
     revoke = key_commands.add_parser("revoke", help="revoke a key by its prefix")

@@ -28,10 +28,12 @@ _INCLUDES: dict[Scope, frozenset[Scope]] = {
 }
 
 SCOPE_MEANINGS: dict[Scope, str] = {
-    Scope.ADMIN: "everything: agents, keys, the judge key, trace retention, datasets and cases",
+    Scope.ADMIN: (
+        "everything: agents, keys, the judge key, trace retention, datasets, cases, the audit log"
+    ),
     Scope.CI: "start and cancel runs, post results, call the agent; and all that `read` reads",
     Scope.INGEST: "send traces (OTLP) only",
-    Scope.READ: "read only: every GET",
+    Scope.READ: "read only: every GET but the audit log",
 }
 
 

@@ -107,6 +107,7 @@ API_RULES: Final = _rules(
         "GET /api/v1/trace-settings": (READ, "reading the trace settings"),
         "PUT /api/v1/trace-settings": (ADMIN, "changing trace retention"),
         "GET /api/v1/workers": (READ, "listing workers"),
+        "GET /api/v1/audit-log": (ADMIN, "reading the audit log"),
         "POST /v1/traces": (INGEST, "sending traces"),
         "POST /api/v1/traces/otlp": (INGEST, "sending traces"),
     }
@@ -171,6 +172,7 @@ PAGE_RULES: Final = _rules(
         "POST /settings/judge": (ADMIN, "changing the judge settings"),
         "POST /settings/judge/test": (ADMIN, "testing the judge key"),
         "POST /settings/traces": (ADMIN, "changing trace retention"),
+        "GET /settings/audit-log": (ADMIN, "reading the audit log"),
     }
 )
 

@@ -58,7 +58,7 @@ async def create_key(
     key_id = await api_keys.insert_key(connection, project_id, prefix, hash_key(key), scope)
     await audit.record(
         connection, project_id, caller, "api_key.created", audit.about("api_key", key_id),
-        prefix=prefix,
+        prefix=prefix, scope=scope.value,
     )  # fmt: skip
     return NewKey(key=key, scope=scope)
 

@@ -47,7 +47,7 @@ async def test_a_new_project_log_starts_with_its_key_made_at_the_command_line(
     assert entry["action"] == "api_key.created"
     assert entry["actor"] == {"kind": "cli", "command": "keys create"}
     assert entry["object"]["type"] == "api_key"
-    assert entry["changes"] == {"prefix": api_key[:11]}
+    assert entry["changes"] == {"prefix": api_key[:11], "scope": "admin"}
     assert entry["seq"] == 1 and entry["ip"] is None
     assert entry["prev_hash"] == "00" * 32 and len(entry["hash"]) == 64
     assert api_key not in json.dumps(entry)

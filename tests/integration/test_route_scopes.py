@@ -42,10 +42,16 @@ def test_only_the_open_paths_are_open() -> None:
     assert [route.key for route in ROUTES if route.door != "open" and is_open(route.path)] == []
 
 
+# The reads only an admin may make: the audit log names who did what, and from which address.
+ADMIN_READS = {"GET /api/v1/audit-log", "GET /settings/audit-log"}
+
+
 def test_reading_needs_read_and_writing_more() -> None:
     for route in API_ROUTES + PAGE_ROUTES:
         rule = RULES[route.key]
-        if route.method == "GET":
+        if route.key in ADMIN_READS:
+            assert rule.scope == Scope.ADMIN, route.key
+        elif route.method == "GET":
             assert rule.scope == Scope.READ, route.key
         elif route.method in WRITES and route.path not in ("/logout",) and "/ui/" not in route.path:
             assert rule.scope != Scope.READ, route.key

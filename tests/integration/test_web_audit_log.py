@@ -14,11 +14,12 @@ import httpx
 import pytest_asyncio
 
 from agentlasso.db.pool import connect
+from agentlasso.domain.scopes import Scope
 from agentlasso.services.api_keys import revoke_key_by_prefix
 from agentlasso.services.web_sessions import create_login_link_token
 from tests.integration.test_audit_log import audit_entries, newest
 from tests.support.api import create_case, create_dataset
-from tests.support.databases import new_project_key
+from tests.support.databases import key_of_scope, new_project_key
 from tests.support.web import browser, hidden_field, project_of, shown_text, sign_in
 
 HEADER_SECRET = "Bearer sk-form-header-never-logged-5150"
@@ -140,7 +141,7 @@ async def test_keys_created_and_revoked_in_settings_are_recorded(
     assert new_key
     [entry] = await newest(client)
     assert entry["action"] == "api_key.created"
-    assert entry["changes"] == {"prefix": new_key.group(1)[:11]}
+    assert entry["changes"] == {"prefix": new_key.group(1)[:11], "scope": "ci"}
     assert by_session_key(entry, api_key)
     key_id = entry["object"]["id"]
     assert (await person.post(f"/settings/keys/{key_id}/revoke")).status_code == 303
@@ -257,3 +258,25 @@ async def test_reading_the_log_is_not_itself_recorded(
     before = await audit_entries(client)
     await person.web.get("/settings/audit-log")
     assert await audit_entries(client) == before
+
+
+async def test_only_an_admin_key_reads_the_log_and_sees_its_link(
+    base_url: str, database_url: str, client: httpx.AsyncClient, api_key: str
+) -> None:
+    read_key = await key_of_scope(database_url, api_key, Scope.READ)
+    refused = await client.get("/api/v1/audit-log", headers={"x-api-key": read_key})
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == (
+        'This key\'s scope is "read"; reading the audit log needs "admin".'
+    )
+    async with browser(base_url) as web:
+        assert (await sign_in(web, read_key)).status_code == 303
+        settings = await web.get("/settings")
+        assert settings.status_code == 200
+        assert 'href="/settings/audit-log"' not in settings.text
+        page = await web.get("/settings/audit-log")
+        assert page.status_code == 403
+        assert "reading the audit log" in shown_text(page.text)
+    async with browser(base_url) as web:
+        assert (await sign_in(web, api_key)).status_code == 303
+        assert 'href="/settings/audit-log"' in (await web.get("/settings")).text
