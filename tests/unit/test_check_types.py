@@ -91,7 +91,9 @@ def test_each_check_type_has_its_form(check_class: type[Check]) -> None:
 
 
 def editor(checks: list[case_form.CheckForm]) -> str:
-    session = SimpleNamespace(csrf_token="token", user=SimpleNamespace(email="a@example.com"))
+    session = SimpleNamespace(
+        csrf_token="token", scope="admin", user=SimpleNamespace(email="a@example.com")
+    )
     return render(
         "case_editor.html", dataset=SimpleNamespace(id="d1", name="Support"), case=None,
         form=case_form.CaseForm(input="hi", checks=checks), errors={}, warnings={},
