@@ -302,9 +302,53 @@ CREATE TABLE login_tokens (
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     expires_at timestamp with time zone NOT NULL,
     used_at timestamp with time zone,
+    user_id uuid,
     CONSTRAINT login_tokens_pkey PRIMARY KEY (token_hash),
-    CONSTRAINT login_tokens_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
+    CONSTRAINT login_tokens_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
+    CONSTRAINT login_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE
 );
+
+CREATE TABLE memberships (
+    user_id uuid NOT NULL,
+    organisation_id uuid NOT NULL,
+    role text NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT memberships_organisation_id_fkey FOREIGN KEY (organisation_id) REFERENCES organisations(id) ON DELETE CASCADE,
+    CONSTRAINT memberships_pkey PRIMARY KEY (user_id, organisation_id),
+    CONSTRAINT memberships_role_check CHECK ((role = ANY (ARRAY['viewer'::text, 'member'::text, 'admin'::text, 'owner'::text]))),
+    CONSTRAINT memberships_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE
+);
+CREATE INDEX memberships_organisation_idx ON memberships USING btree (organisation_id);
+
+CREATE TABLE organisations (
+    id uuid NOT NULL DEFAULT gen_random_uuid(),
+    name text NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT organisations_name_key UNIQUE (name),
+    CONSTRAINT organisations_pkey PRIMARY KEY (id)
+);
+
+CREATE TABLE password_tokens (
+    token_hash bytea NOT NULL,
+    user_id uuid NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    expires_at timestamp with time zone NOT NULL,
+    used_at timestamp with time zone,
+    CONSTRAINT password_tokens_pkey PRIMARY KEY (token_hash),
+    CONSTRAINT password_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE
+);
+CREATE INDEX password_tokens_user_idx ON password_tokens USING btree (user_id);
+
+CREATE TABLE project_roles (
+    user_id uuid NOT NULL,
+    project_id uuid NOT NULL,
+    role text NOT NULL,
+    CONSTRAINT project_roles_pkey PRIMARY KEY (user_id, project_id),
+    CONSTRAINT project_roles_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
+    CONSTRAINT project_roles_role_check CHECK ((role = ANY (ARRAY['viewer'::text, 'member'::text, 'admin'::text, 'owner'::text]))),
+    CONSTRAINT project_roles_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE
+);
+CREATE INDEX project_roles_project_idx ON project_roles USING btree (project_id);
 
 CREATE TABLE projects (
     id uuid NOT NULL DEFAULT gen_random_uuid(),
@@ -314,11 +358,14 @@ CREATE TABLE projects (
     judge_model text,
     default_agent_id uuid,
     trace_retention_days integer NOT NULL DEFAULT 30,
+    organisation_id uuid NOT NULL,
     CONSTRAINT projects_default_agent_id_fkey FOREIGN KEY (default_agent_id) REFERENCES agents(id) ON DELETE SET NULL,
     CONSTRAINT projects_name_key UNIQUE (name),
+    CONSTRAINT projects_organisation_id_fkey FOREIGN KEY (organisation_id) REFERENCES organisations(id) ON DELETE CASCADE,
     CONSTRAINT projects_pkey PRIMARY KEY (id),
     CONSTRAINT projects_trace_retention_days_check CHECK (((trace_retention_days >= 1) AND (trace_retention_days <= 3650)))
 );
+CREATE INDEX projects_organisation_idx ON projects USING btree (organisation_id, created_at);
 
 CREATE TABLE run_chunks (
     run_id uuid NOT NULL,
@@ -392,6 +439,14 @@ CREATE TABLE schema_migrations (
     applied_at timestamp with time zone NOT NULL DEFAULT now(),
     checksum text,
     CONSTRAINT schema_migrations_pkey PRIMARY KEY (name)
+);
+
+CREATE TABLE sign_in_failures (
+    email text NOT NULL,
+    failures integer NOT NULL,
+    first_failed_at timestamp with time zone NOT NULL,
+    locked_until timestamp with time zone,
+    CONSTRAINT sign_in_failures_pkey PRIMARY KEY (email)
 );
 
 CREATE TABLE test_case_revisions (
@@ -504,6 +559,15 @@ CREATE INDEX traces_search_idx ON traces USING gin (search_text gin_trgm_ops);
 CREATE INDEX traces_started_idx ON traces USING btree (project_id, started_at DESC, trace_id DESC);
 CREATE INDEX traces_tools_idx ON traces USING gin (tool_names);
 
+CREATE TABLE users (
+    id uuid NOT NULL DEFAULT gen_random_uuid(),
+    email text NOT NULL,
+    password_hash text,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT users_pkey PRIMARY KEY (id)
+);
+CREATE UNIQUE INDEX users_email_key ON users USING btree (lower(email));
+
 CREATE TABLE web_sessions (
     token_hash bytea NOT NULL,
     project_id uuid NOT NULL,
@@ -512,11 +576,14 @@ CREATE TABLE web_sessions (
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     last_seen_at timestamp with time zone NOT NULL DEFAULT now(),
     expires_at timestamp with time zone NOT NULL,
+    user_id uuid,
     CONSTRAINT web_sessions_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_keys(id) ON DELETE CASCADE,
     CONSTRAINT web_sessions_pkey PRIMARY KEY (token_hash),
-    CONSTRAINT web_sessions_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
+    CONSTRAINT web_sessions_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
+    CONSTRAINT web_sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE
 );
 CREATE INDEX web_sessions_expires_idx ON web_sessions USING btree (expires_at);
+CREATE INDEX web_sessions_user_idx ON web_sessions USING btree (user_id) WHERE (user_id IS NOT NULL);
 
 CREATE TABLE workers (
     id text NOT NULL,

@@ -7,15 +7,23 @@ from uuid import UUID
 from agentlasso.db.pool import Connection, Executor
 from agentlasso.domain.judging import ProjectJudge
 
+# A new project goes into the organisation of its own name (made if missing); one that exists
+# stays where it is.
 _UPSERT_BY_NAME = """
-INSERT INTO projects (name) VALUES ($1)
+WITH organisation AS (
+    INSERT INTO organisations (name) VALUES ($1)
+    ON CONFLICT ON CONSTRAINT organisations_name_key DO UPDATE SET name = EXCLUDED.name
+    RETURNING id
+)
+INSERT INTO projects (name, organisation_id) SELECT $1, id FROM organisation
 ON CONFLICT ON CONSTRAINT projects_name_key DO UPDATE SET name = EXCLUDED.name
 RETURNING id
 """
 
 
 async def ensure_project(connection: Connection, name: str) -> UUID:
-    """The id of the project with this name, created if missing."""
+    """The id of the project with this name, created (in an organisation of the same name)
+    if missing."""
     project_id: UUID = await connection.fetchval(_UPSERT_BY_NAME, name)
     return project_id
 

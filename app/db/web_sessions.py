@@ -6,34 +6,41 @@ from datetime import timedelta
 from uuid import UUID
 
 from agentlasso.db.pool import Executor
-from agentlasso.domain.audit import KeyActor, LinkActor
+from agentlasso.domain.audit import Actor, KeyActor, LinkActor, UserActor
 from agentlasso.domain.scopes import Scope
 from agentlasso.domain.web import WebSession
 
 _INSERT_SESSION = """
-INSERT INTO web_sessions (token_hash, project_id, api_key_id, csrf_token, expires_at)
-VALUES ($1, $2, $3, $4, now() + $5::interval)
+INSERT INTO web_sessions (token_hash, project_id, api_key_id, user_id, csrf_token, expires_at)
+VALUES ($1, $2, $3, $4, $5, now() + $6::interval)
 """
 
 # A use keeps the session alive for `idle` more, never past `lifetime` after it began; a
 # session opened with a key ends with the key, and may do what its key may (one opened with a
-# one-time link, which `agentlasso dev` prints for its operator, may do everything). The use is
-# written at most once a minute: a write per page would make every page view wait for a WAL
-# flush.
+# one-time link, which `agentlasso dev` prints for its operator, or by a user, may do everything
+# for now: roles come later); a user's ends with their membership of the project's organisation.
+# The use is written at most once a minute: a write per page would make every page view wait for
+# a WAL flush.
 _USE_SESSION = """
 WITH live AS (
-    SELECT s.token_hash, s.project_id, s.csrf_token, s.last_seen_at, s.api_key_id, k.prefix,
+    SELECT s.token_hash, s.project_id, s.user_id, u.email, s.csrf_token, s.last_seen_at,
+           s.api_key_id, k.prefix,
            coalesce(k.scope, 'admin') AS scope
     FROM web_sessions s LEFT JOIN api_keys k ON k.id = s.api_key_id
+    LEFT JOIN users u ON u.id = s.user_id
     WHERE s.token_hash = $1 AND s.expires_at > now()
       AND (s.api_key_id IS NULL OR (k.id IS NOT NULL AND k.revoked_at IS NULL))
+      AND (s.user_id IS NULL
+           OR EXISTS (SELECT 1 FROM memberships m JOIN projects p
+                      ON p.organisation_id = m.organisation_id
+                      WHERE m.user_id = s.user_id AND p.id = s.project_id))
 ), kept_alive AS (
     UPDATE web_sessions s
     SET last_seen_at = now(), expires_at = least(s.created_at + $2::interval, now() + $3::interval)
     FROM live
     WHERE s.token_hash = live.token_hash AND live.last_seen_at < now() - interval '1 minute'
 )
-SELECT project_id, csrf_token, api_key_id, prefix, scope FROM live
+SELECT project_id, user_id, email, csrf_token, api_key_id, prefix, scope FROM live
 """
 
 _DELETE_SESSION = "DELETE FROM web_sessions WHERE token_hash = $1"
@@ -43,8 +50,8 @@ _DELETE_EXPIRED = "DELETE FROM web_sessions WHERE expires_at < now()"
 _DELETE_SPENT_LINKS = "DELETE FROM login_tokens WHERE used_at IS NOT NULL OR expires_at < now()"
 
 _INSERT_LINK = """
-INSERT INTO login_tokens (token_hash, project_id, expires_at)
-VALUES ($1, $2, now() + $3::interval)
+INSERT INTO login_tokens (token_hash, project_id, user_id, expires_at)
+VALUES ($1, $2, $3, now() + $4::interval)
 """
 # Looking at a link uses nothing: only its sign-in button does (a link scanner opens links).
 _PEEK_LINK = """
@@ -54,7 +61,7 @@ WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > now()
 _USE_LINK = """
 UPDATE login_tokens SET used_at = now()
 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
-RETURNING project_id
+RETURNING project_id, user_id, (SELECT u.email FROM users u WHERE u.id = user_id) AS email
 """
 
 
@@ -63,11 +70,14 @@ async def insert_session(
     token_hash: bytes,
     project_id: UUID,
     api_key_id: UUID | None,
+    user_id: UUID | None,
     csrf_token: str,
     idle: timedelta,
 ) -> None:
     """Store a new session, alive for `idle`."""
-    await executor.execute(_INSERT_SESSION, token_hash, project_id, api_key_id, csrf_token, idle)
+    await executor.execute(
+        _INSERT_SESSION, token_hash, project_id, api_key_id, user_id, csrf_token, idle
+    )
 
 
 async def use_session(
@@ -77,13 +87,18 @@ async def use_session(
     row = await executor.fetchrow(_USE_SESSION, token_hash, lifetime, idle)
     if row is None:
         return None
-    key_id = row["api_key_id"]
-    actor = LinkActor() if key_id is None else KeyActor(id=key_id, prefix=row["prefix"])
+    key_id, user_id = row["api_key_id"], row["user_id"]
+    actor: Actor = LinkActor()
+    if key_id is not None:
+        actor = KeyActor(id=key_id, prefix=row["prefix"])
+    elif user_id is not None:
+        actor = UserActor(id=user_id, email=row["email"])
     return WebSession(
         project_id=row["project_id"],
         csrf_token=row["csrf_token"],
         scope=Scope(row["scope"]),
         actor=actor,
+        user_id=user_id,
     )
 
 
@@ -103,16 +118,22 @@ async def delete_spent_login_tokens(executor: Executor) -> None:
 
 
 async def insert_login_token(
-    executor: Executor, token_hash: bytes, project_id: UUID, valid_for: timedelta
+    executor: Executor,
+    token_hash: bytes,
+    project_id: UUID,
+    user_id: UUID | None,
+    valid_for: timedelta,
 ) -> None:
-    """Store a sign-in link's token."""
-    await executor.execute(_INSERT_LINK, token_hash, project_id, valid_for)
+    """Store a sign-in link's token (a user's, or the project's alone)."""
+    await executor.execute(_INSERT_LINK, token_hash, project_id, user_id, valid_for)
 
 
-async def use_login_token(executor: Executor, token_hash: bytes) -> UUID | None:
-    """The project a sign-in link opens, once and in time; None otherwise."""
-    project_id: UUID | None = await executor.fetchval(_USE_LINK, token_hash)
-    return project_id
+async def use_login_token(
+    executor: Executor, token_hash: bytes
+) -> tuple[UUID, UUID | None, str | None] | None:
+    """The project a sign-in link opens and the user it signs in (id, email), once and in time."""
+    row = await executor.fetchrow(_USE_LINK, token_hash)
+    return None if row is None else (row["project_id"], row["user_id"], row["email"])
 
 
 async def login_token_project_name(executor: Executor, token_hash: bytes) -> str | None:

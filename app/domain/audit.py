@@ -33,7 +33,7 @@ AuditAction = Literal[
     "sign_in.failed",
 ]
 AUDIT_ACTIONS: tuple[AuditAction, ...] = AuditAction.__args__  # type: ignore[attr-defined]
-# What the `actor` filter takes: a key's prefix, an actor's kind (a person's email, later).
+# What the `actor` filter takes: a key's prefix, a person's email, an actor's kind.
 ACTOR_PATTERN = r"^[!-~]{1,320}$"
 # What `changes` may hold: names and small values, never a secret (the services choose).
 ChangeValue = str | int | bool | None | list[str]
@@ -58,13 +58,22 @@ class CliActor(msgspec.Struct, frozen=True, kw_only=True, tag="cli", tag_field="
     command: str
 
 
-Actor = KeyActor | LinkActor | CliActor
+class UserActor(msgspec.Struct, frozen=True, kw_only=True, tag="user", tag_field="kind"):
+    """A person signed in to the web app (with their password, or a link that names them)."""
+
+    id: UUID
+    email: str
+
+
+Actor = KeyActor | LinkActor | CliActor | UserActor
 
 
 def actor_label(actor: Actor) -> str:
-    """What the `actor` filter matches: a key's prefix, else the actor's kind."""
+    """What the `actor` filter matches: a key's prefix, a person's email, else the actor's kind."""
     if isinstance(actor, KeyActor):
         return actor.prefix
+    if isinstance(actor, UserActor):
+        return actor.email
     return "sign_in_link" if isinstance(actor, LinkActor) else "cli"
 
 

@@ -17,14 +17,16 @@ from agentlasso.domain.test_cases import TestCaseContent
 
 
 class WebSession(msgspec.Struct, frozen=True, kw_only=True):
-    """A signed-in browser: its project, the token its forms must carry, and who it acts as."""
+    """A signed-in browser: its project, the user (None when opened with a key), the token its
+    forms must carry, and who it acts as."""
 
     project_id: UUID
     csrf_token: str
     # The scope of the key it was opened with (`admin` for a one-time link's).
     scope: Scope
-    # The key it was opened with, or the one-time link: the audit log's actor for its changes.
+    # The key it was opened with, the user, or the one-time link: the audit log's actor.
     actor: Actor
+    user_id: UUID | None = None
 
 
 class ApiKeyInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,5 +1,7 @@
 """Signing in to the web app: with a project key, or once with the link `agentlasso dev` prints.
 
+A session opened by a user (their password, their link) carries the user's id.
+
 The browser keeps a random session token in an HttpOnly cookie; only its hash is stored, with
 the project and the token every form must carry (CSRF). The key itself is never kept.
 """
@@ -17,7 +19,7 @@ import msgspec
 from agentlasso.db import api_keys as key_rows
 from agentlasso.db import web_sessions as session_rows
 from agentlasso.db.pool import Executor
-from agentlasso.domain.audit import Actor, Caller, KeyActor, LinkActor
+from agentlasso.domain.audit import Actor, Caller, LinkActor, UserActor
 from agentlasso.domain.scopes import Scope
 from agentlasso.domain.web import WebSession
 from agentlasso.errors import NotAuthenticated
@@ -69,18 +71,21 @@ async def sign_in_with_key(platform: Platform, key: str, ip: str | None) -> NewS
         )
     await platform.limits.admit_request(found.project_id)
     caller = Caller(actor=key_actor(found.key_id, key), ip=ip)
-    return await _open(platform, found.project_id, caller)
+    return await open_session(platform, found.project_id, caller, "api_key", key_id=found.key_id)
 
 
 async def sign_in_with_link(platform: Platform, token: str, ip: str | None) -> NewSession:
     """A session from a one-time link; NotAuthenticated when it was used or is too old."""
-    project_id = None
+    opens = None
     if len(token) <= MAX_TOKEN_LENGTH:
-        project_id = await session_rows.use_login_token(platform.pool, token_hash(token))
-    if project_id is None:
+        opens = await session_rows.use_login_token(platform.pool, token_hash(token))
+    if opens is None:
         log.warning("sign_in.failed: a spent or unknown sign-in link, from %s", ip)
         raise NotAuthenticated(LINK_SPENT)
-    return await _open(platform, project_id, Caller(actor=LinkActor(), ip=ip))
+    project_id, user_id, email = opens
+    actor: Actor = LinkActor() if user_id is None else UserActor(id=user_id, email=email or "")
+    caller = Caller(actor=actor, ip=ip)
+    return await open_session(platform, project_id, caller, "sign_in_link", user_id=user_id)
 
 
 async def _record_failure(platform: Platform, key: str, ip: str | None) -> None:
@@ -125,27 +130,37 @@ async def sign_out(platform: Platform, token: str | None) -> None:
         await session_rows.delete_session(platform.pool, token_hash(token))
 
 
-async def create_login_link_token(executor: Executor, project_id: UUID) -> str:
-    """A token for a one-time sign-in link to the project (`/login?token=...`)."""
+async def create_login_link_token(
+    executor: Executor, project_id: UUID, user_id: UUID | None = None
+) -> str:
+    """A token for a one-time sign-in link to the project (`/login?token=...`), as the user
+    when one is given."""
     token = secrets.token_urlsafe(32)
-    await session_rows.insert_login_token(executor, token_hash(token), project_id, LINK_VALID_FOR)
+    await session_rows.insert_login_token(
+        executor, token_hash(token), project_id, user_id, LINK_VALID_FOR
+    )
     return token
 
 
-async def _open(platform: Platform, project_id: UUID, caller: Caller) -> NewSession:
+async def open_session(
+    platform: Platform,
+    project_id: UUID,
+    caller: Caller,
+    method: str,
+    *,
+    key_id: UUID | None = None,
+    user_id: UUID | None = None,
+) -> NewSession:
+    """A new session on the project, its sign-in in the audit log: opened with a key (it ends
+    with the key), or as a user (it ends with their membership)."""
     async with platform.pool.acquire() as connection, connection.transaction():
         # Every sign-in sweeps what can no longer be used, so neither table only grows.
         await session_rows.delete_expired_sessions(connection)
         await session_rows.delete_spent_login_tokens(connection)
         session = NewSession(token=secrets.token_urlsafe(32), csrf_token=secrets.token_urlsafe(32))
         await session_rows.insert_session(
-            connection, token_hash(session.token), project_id, _key_id(caller.actor),
+            connection, token_hash(session.token), project_id, key_id, user_id,
             session.csrf_token, IDLE,
         )  # fmt: skip
-        method = "sign_in_link" if isinstance(caller.actor, LinkActor) else "api_key"
         await audit.record(connection, project_id, caller, "sign_in.succeeded", method=method)
     return session
-
-
-def _key_id(actor: Actor) -> UUID | None:
-    return actor.id if isinstance(actor, KeyActor) else None

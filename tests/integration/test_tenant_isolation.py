@@ -680,7 +680,9 @@ async def test_a_run_cannot_point_at_another_projects_dataset_even_in_sql(
     connection = await asyncpg.connect(database_url)
     try:
         other_project = await connection.fetchval(
-            "INSERT INTO projects (name) VALUES ($1) RETURNING id", f"other-{uuid.uuid4().hex}"
+            "WITH o AS (INSERT INTO organisations (name) VALUES ($1) RETURNING id)"
+            " INSERT INTO projects (name, organisation_id) SELECT $1, id FROM o RETURNING id",
+            f"other-{uuid.uuid4().hex}",
         )
         with pytest.raises(asyncpg.ForeignKeyViolationError, match="eval_runs_dataset_project"):
             await connection.execute(

@@ -1,0 +1,21 @@
+"""People: users, the organisations they belong to, and their roles."""
+
+from __future__ import annotations
+
+from typing import Literal
+from uuid import UUID
+
+import msgspec
+
+Role = Literal["viewer", "member", "admin", "owner"]
+ROLES: tuple[Role, ...] = ("viewer", "member", "admin", "owner")
+
+
+class SignInUser(msgspec.Struct, frozen=True, kw_only=True):
+    """What a password sign-in needs of a user: their hash (None until set) and the project
+    their pages act on (their organisation's first; None when they have none)."""
+
+    id: UUID
+    email: str
+    password_hash: str | None
+    project_id: UUID | None
