@@ -1,4 +1,5 @@
-"""First start of `agentlasso dev`: a `default` project and a key kept in the data directory."""
+"""First start of `agentlasso dev`: a `default` project and a key kept in the data directory,
+and an owner of the `default` organisation whom the printed link signs in."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from agentlasso.services.api_keys import create_key, hash_key
 
 DEV_PROJECT = "default"
 DEV_CALLER = Caller(actor=CliActor(command="dev"))
+# The demo organisation's owner (example.com is reserved: no mail can reach anyone there).
+DEV_OWNER_EMAIL = "owner@example.com"
 
 
 async def ensure_dev_key(database_url: str, key_file: Path) -> str:
@@ -32,13 +35,21 @@ async def ensure_dev_key(database_url: str, key_file: Path) -> str:
 
 
 async def dev_sign_in_token(database_url: str) -> str:
-    """A one-time sign-in link's token for the `default` project (`/login?token=...`)."""
+    """A one-time sign-in link's token (`/login?token=...`) that signs the demo organisation's
+    owner in to the `default` project, the owner made on the first start."""
+    from agentlasso.db import users
     from agentlasso.services.web_sessions import create_login_link_token
 
     connection = await connect(database_url)
     try:
-        project_id = await projects.ensure_project(connection, DEV_PROJECT)
-        return await create_login_link_token(connection, project_id)
+        async with connection.transaction():
+            project_id = await projects.ensure_project(connection, DEV_PROJECT)
+            organisation_id = await users.ensure_organisation(connection, DEV_PROJECT)
+            owner_id = await users.user_id_by_email(connection, DEV_OWNER_EMAIL)
+            if owner_id is None:
+                owner_id = await users.insert_user(connection, DEV_OWNER_EMAIL)
+            await users.set_membership(connection, owner_id, organisation_id, "owner")
+            return await create_login_link_token(connection, project_id, owner_id)
     finally:
         await connection.close()
 

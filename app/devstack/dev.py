@@ -204,11 +204,14 @@ def _answers_ready(base_url: str) -> bool:
 
 
 def _print_banner(platform: Platform, demo: DemoIds, sign_in: str) -> None:
+    from agentlasso.devstack.bootstrap import DEV_OWNER_EMAIL
+
     key, url = platform.api_key, platform.base_url
     lines = [
         "",
         f"Open {sign_in}",
-        "  and press Sign in (the link signs in once, within 10 minutes).",
+        f"  and press Sign in: you are {DEV_OWNER_EMAIL}, owner of the demo organisation"
+        " (the link signs in once, within 10 minutes).",
         f"AgentLasso is running at {url}",
         f"  API key:  {key}",
         f'  Try:      curl -H "x-api-key: {key}" {url}/api/v1/datasets',

@@ -35,6 +35,7 @@ from agentlasso.web.sessions import (
     require_session,
     sign_in_url,
 )
+from agentlasso.web.set_password import SetPasswordPages
 from agentlasso.web.settings_pages import SettingsPages
 from agentlasso.web.sign_in import SignInPages, sign_out
 from agentlasso.web.static_files import cached_when_current
@@ -92,7 +93,7 @@ def web_routers(settings: Settings) -> list[Router]:
     )
     open_pages = Router(
         path="/",
-        route_handlers=[SignInPages],
+        route_handlers=[SignInPages, SetPasswordPages],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         include_in_schema=False,
     )

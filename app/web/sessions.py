@@ -119,9 +119,10 @@ def login_form_token(request: Request[Any, Any, Any]) -> str:
 
 
 def with_login_cookie(
-    request: Request[Any, Any, Any], response: Response[Any], token: str
+    request: Request[Any, Any, Any], response: Response[Any], token: str, path: str = "/login"
 ) -> Response[Any]:
-    """The response, keeping the login form's token in its cookie for the time of a sign-in."""
+    """The response, keeping the login form's token in its cookie for the time of a sign-in
+    (the set-password form keeps its own under its own path)."""
     response.set_cookie(
         Cookie(
             key=LOGIN_COOKIE,
@@ -130,7 +131,7 @@ def with_login_cookie(
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
-            path="/login",
+            path=path,
         )
     )
     return response

@@ -1,4 +1,5 @@
-"""/login and /logout: a project key or a one-time link in, a session cookie out."""
+"""/login and /logout: an email and password, a project key or a one-time link in, a session
+cookie out."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from litestar.params import FromQuery
 from agentlasso.errors import NotAuthenticated, TooManyRequests
 from agentlasso.http.auth import PlatformDep, client_ip
 from agentlasso.services import web_sessions
+from agentlasso.services.password_sign_in import sign_in_with_password
 from agentlasso.services.platform import Platform
 from agentlasso.services.web_sessions import NewSession
 from agentlasso.web.page_limits import with_retry_after
@@ -66,6 +68,24 @@ class SignInPages(Controller):
             return _form(request, next_path, message=exc.detail, status_code=401)
         return await _signed_in(request, platform, session, safe_next(next_path))
 
+    @post("/password", name="sign_in_with_password")
+    async def sign_in_with_password(
+        self, request: Request[Any, Any, Any], platform: PlatformDep
+    ) -> Response[Any]:
+        """Sign in with an email and a password."""
+        form = await request.form()
+        next_path = form.get("next")
+        email = str(form.get("email") or "")
+        if not login_form_is_genuine(request, form.get("login_token")):
+            message = "This sign-in form is out of date: try again."
+            return _form(request, next_path, message=message, status_code=403, email=email)
+        password = str(form.get("password") or "")
+        try:
+            session = await sign_in_with_password(platform, email, password, client_ip(request))
+        except NotAuthenticated as exc:
+            return _form(request, next_path, message=exc.detail, status_code=401, email=email)
+        return await _signed_in(request, platform, session, safe_next(next_path))
+
     @post("/", name="sign_in")
     async def sign_in(
         self, request: Request[Any, Any, Any], platform: PlatformDep
@@ -111,6 +131,7 @@ def _form(
     message: str | None = None,
     errors: dict[str, str] | None = None,
     status_code: int = 200,
+    email: str = "",
 ) -> Response[Any]:
     token = login_form_token(request)
     response = page(
@@ -122,6 +143,7 @@ def _form(
         next=safe_next(next_path),
         message=message,
         errors=errors or {},
+        email=email,
     )
     return with_login_cookie(request, response, token)
 

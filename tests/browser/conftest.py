@@ -103,7 +103,7 @@ async def signed_in_page(page: Page, api_key: str) -> Page:
     """`page`, signed in through the login form as the `api_key` fixture's project."""
     await page.goto("/login")
     await page.get_by_label("API key").fill(api_key)
-    await page.get_by_role("button", name="Sign in").click()
+    await page.get_by_role("button", name="Sign in with API key").click()
     await page.wait_for_url(lambda url: urlsplit(url).path.rstrip("/") != "/login")
     return page
 

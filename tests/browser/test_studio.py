@@ -40,7 +40,7 @@ async def sign_in_by_link(page: Page, database_url: str, api_key: str) -> None:
     await expect(page.get_by_role("alert")).to_contain_text("used or has expired")
     await page.goto(f"/login?token={token}&next=/settings")
     await page.get_by_label("API key").fill(api_key)
-    await page.get_by_role("button", name="Sign in").click()
+    await page.get_by_role("button", name="Sign in with API key").click()
     await expect(page.get_by_role("heading", name="Settings")).to_be_visible()
 
 
