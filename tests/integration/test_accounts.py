@@ -157,11 +157,13 @@ async def test_ending_a_membership_ends_the_members_sessions_at_once(
         assert (await other.get("/datasets")).status_code == 200
         connection = await asyncpg.connect(database_url)
         try:
-            user_id, organisation_id = await connection.fetchrow(
+            row = await connection.fetchrow(
                 "SELECT m.user_id, m.organisation_id FROM memberships m"
                 " JOIN users u ON u.id = m.user_id WHERE u.email = $1",
                 email,
             )
+            assert row is not None
+            user_id, organisation_id = row["user_id"], row["organisation_id"]
             assert await remove_member(connection, user_id, organisation_id)
             left = await connection.fetchval(
                 "SELECT count(*) FROM web_sessions WHERE user_id = $1", user_id
