@@ -55,7 +55,8 @@ VALUES ($1, $2, $3, now() + $4::interval)
 """
 # Looking at a link uses nothing: only its sign-in button does (a link scanner opens links).
 _PEEK_LINK = """
-SELECT p.name FROM login_tokens t JOIN projects p ON p.id = t.project_id
+SELECT p.name, u.email FROM login_tokens t JOIN projects p ON p.id = t.project_id
+LEFT JOIN users u ON u.id = t.user_id
 WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > now()
 """
 _USE_LINK = """
@@ -136,7 +137,8 @@ async def use_login_token(
     return None if row is None else (row["project_id"], row["user_id"], row["email"])
 
 
-async def login_token_project_name(executor: Executor, token_hash: bytes) -> str | None:
-    """The name of the project a sign-in link would open, while it can; None otherwise."""
-    name: str | None = await executor.fetchval(_PEEK_LINK, token_hash)
-    return name
+async def login_token_opens(executor: Executor, token_hash: bytes) -> tuple[str, str | None] | None:
+    """The name of the project a sign-in link would open and the email of the user it signs in
+    (None: the project's alone), while it can; None otherwise."""
+    row = await executor.fetchrow(_PEEK_LINK, token_hash)
+    return None if row is None else (row["name"], row["email"])

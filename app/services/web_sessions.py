@@ -106,15 +106,15 @@ async def _record_failure(platform: Platform, key: str, ip: str | None) -> None:
         await audit.record(connection, project_id, caller, "sign_in.failed", reason=reason)
 
 
-async def link_project_name(platform: Platform, token: str) -> str:
-    """The project a one-time link would sign in to (the link stays unused);
-    NotAuthenticated when it was used or is too old."""
-    name = None
+async def link_opens(platform: Platform, token: str) -> tuple[str, str | None]:
+    """The project a one-time link would sign in to and the user's email (None for a link of
+    the project alone); the link stays unused. NotAuthenticated when it was used or is too old."""
+    opens = None
     if len(token) <= MAX_TOKEN_LENGTH:
-        name = await session_rows.login_token_project_name(platform.pool, token_hash(token))
-    if name is None:
+        opens = await session_rows.login_token_opens(platform.pool, token_hash(token))
+    if opens is None:
         raise NotAuthenticated(LINK_SPENT)
-    return name
+    return opens
 
 
 async def current_session(platform: Platform, token: str | None) -> WebSession | None:

@@ -44,10 +44,10 @@ class SignInPages(Controller):
         button signs in with it. Opening the link uses nothing up."""
         if token:
             try:
-                project_name = await web_sessions.link_project_name(platform, token)
+                project_name, email = await web_sessions.link_opens(platform, token)
             except NotAuthenticated as exc:
                 return _form(request, next, message=exc.detail, status_code=401)
-            return _link_form(request, token, project_name, next)
+            return _link_form(request, token, project_name, email, next)
         return _form(request, next)
 
     @post("/link", name="sign_in_with_link")
@@ -149,7 +149,11 @@ def _form(
 
 
 def _link_form(
-    request: Request[Any, Any, Any], token: str, project_name: str, next_path: object
+    request: Request[Any, Any, Any],
+    token: str,
+    project_name: str,
+    email: str | None,
+    next_path: object,
 ) -> Response[Any]:
     """The page a sign-in link opens: which project, and the button that signs in. Its URL
     holds the token: the page sends no Referer, even to this site."""
@@ -161,6 +165,7 @@ def _link_form(
         login_token=login_token,
         token=token,
         project_name=project_name,
+        email=email,
         next=safe_next(next_path),
     )
     response.headers["referrer-policy"] = "no-referrer"

@@ -242,6 +242,8 @@ def _sign_in_by_the_printed_link(run: DevRun) -> None:
     with httpx.Client(timeout=30, trust_env=False) as browser:
         opened = browser.get(link)
         assert opened.status_code == 200 and "agentlasso_session" not in opened.cookies
+        # The demo organisation's owner, whom `agentlasso dev` made.
+        assert "as <strong>owner@example.com</strong>" in opened.text
         fields = {
             name: hidden_field(opened.text, name) for name in ("login_token", "token", "next")
         }
