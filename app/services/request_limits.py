@@ -52,16 +52,23 @@ class RequestLimits:
             ),
         )
 
-    async def admit_page(self, project_id: UUID, session_token: str) -> None:
-        """One page request of a web session: from its own bucket and its project's at once."""
-        session_key = hashlib.sha256(session_token.encode()).hexdigest()[:32]
+    async def admit_page(
+        self, project_id: UUID, session_token: str, user_id: UUID | None = None
+    ) -> None:
+        """One page request of a web session: from its own bucket (its user's, shared by all
+        their sessions, when it has one) and its project's at once."""
+        session_key = (
+            f"user:{user_id}"
+            if user_id is not None
+            else hashlib.sha256(session_token.encode()).hexdigest()[:32]
+        )
         buckets = [(self.session, session_key), (self.project, str(project_id))]
         per_s = self.settings.web_rate_limit_per_s
         _refuse_past(
             await _wait(take_together(buckets)),
             lambda retry_s: (
                 f"Too many requests from this project or this browser (at most "
-                f"{per_s:g} pages a second a session): try again in {retry_s} s."
+                f"{per_s:g} pages a second a session or a user): try again in {retry_s} s."
             ),
         )
 

@@ -1,6 +1,7 @@
 """The request rate of signed-in pages, and what a page says past a limit.
 
-Every signed-in page draws on its session's bucket and its project's (the one the project's API
+Every signed-in page draws on its session's bucket (a user's sessions share the user's) and its
+project's (the one the project's API
 keys draw on too). What is never limited, so nobody is locked out: static files, /health,
 /ready, /metrics, the sign-in pages and signing out (signing in with a key is one of its
 project's requests: each writes a session).
@@ -32,7 +33,7 @@ async def within_page_rate(
         return
     session: WebSession = connection.state.session
     token = connection.cookies.get(SESSION_COOKIE) or ""
-    await platform_of(connection).limits.admit_page(session.project_id, token)
+    await platform_of(connection).limits.admit_page(session.project_id, token, session.user_id)
 
 
 def too_many_requests(request: Request[Any, Any, Any], exc: TooManyRequests) -> Response[Any]:

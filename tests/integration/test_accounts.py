@@ -9,9 +9,12 @@ import uuid
 
 import asyncpg
 import httpx
+import msgspec
 import pytest
 
 from agentlasso.cli.main import main
+from agentlasso.config import Settings
+from agentlasso.server import create_app
 from agentlasso.services.accounts import remove_member
 from agentlasso.services.api_keys import create_key_for_project_name
 from agentlasso.services.password_sign_in import LOCKED, NO_MATCH
@@ -24,7 +27,8 @@ from tests.support.accounts import (
     sign_in_with_password,
     token_of,
 )
-from tests.support.web import browser, shown_text
+from tests.support.servers import serving
+from tests.support.web import browser, shown_text, sign_in
 
 
 async def test_a_user_the_cli_made_sets_a_password_once_then_signs_in_to_their_project(
@@ -176,6 +180,28 @@ async def test_ending_a_membership_ends_the_members_sessions_at_once(
             assert page.status_code == 303 and page.headers["location"].startswith("/login")
         refused = await sign_in_with_password(web, email, PASSWORD)
         assert refused.status_code == 401
+
+
+async def test_a_users_sessions_share_one_page_rate(settings: Settings, database_url: str) -> None:
+    email, organisation = new_email(), f"org-{uuid.uuid4().hex[:8]}"
+    token = await new_user_token(database_url, email, organisation)
+    key = await create_key_for_project_name(database_url, organisation)
+    limited = msgspec.structs.replace(settings, web_rate_limit_per_s=0.2, web_rate_limit_burst=4)
+    async with (
+        serving(create_app(limited)) as url,
+        browser(url) as laptop,
+        browser(url) as phone,
+        browser(url) as with_key,
+    ):
+        await set_password(laptop, token, PASSWORD)
+        await sign_in_with_password(phone, email, PASSWORD)
+        await sign_in(with_key, key)
+        pages = [(await each.get("/datasets")).status_code for each in (laptop, phone) * 2]
+        refused = await phone.get("/datasets")
+        other = await with_key.get("/datasets")
+    assert pages == [200, 200, 200, 200]
+    assert refused.status_code == 429 and "retry-after" in refused.headers
+    assert other.status_code == 200, "a session opened with the project's key has its own"
 
 
 async def _locked_for_s(database_url: str, email: str) -> float:
