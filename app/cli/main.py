@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agentlasso.cli.server import add_server_commands
+from agentlasso.cli.users import add_user_commands
 from agentlasso.client import MAX_RESULTS_PER_POST
 from agentlasso.config import load_client_settings
 
@@ -215,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentlasso", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     add_server_commands(commands)
+    add_user_commands(commands)
     _add_ci(commands)
     _add_run(commands)
     return parser

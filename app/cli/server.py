@@ -1,4 +1,4 @@
-"""The server commands: dev, api, worker, migrate, keys, users, secret-key.
+"""The server commands: dev, api, worker, migrate, keys, audit, secret-key (`users`: cli/users.py).
 
 Each imports what it starts only when it runs, so the CI gate commands (`ci`, `run`) load
 nothing of the server: they are the commands a user's CI machine runs.
@@ -15,7 +15,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from agentlasso.cli.users import add_user_commands
 from agentlasso.domain.scopes import SCOPE_MEANINGS, Scope
 
 
@@ -200,7 +199,6 @@ def add_server_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     commands.add_parser("migrate", help="apply database migrations").set_defaults(handler=migrate)
 
     _add_key_and_audit_commands(commands)
-    add_user_commands(commands)
 
     commands.add_parser(
         "secret-key",

@@ -177,9 +177,18 @@ PAGE_RULES: Final = _rules(
 )
 
 RULES: Final = {**API_RULES, **PAGE_RULES}
-# Open to everyone, with no key or session: probes, metrics, signing in, static files, and the
-# API's own description (each path here and every path beneath it).
-OPEN_PATHS: Final = ("/health", "/ready", "/metrics", "/login", "/static", "/schema")
+# Open to everyone, with no key or session: probes, metrics, signing in, setting a password with
+# a one-time link, static files, and the API's own description (each path here and every path
+# beneath it).
+OPEN_PATHS: Final = (
+    "/health",
+    "/ready",
+    "/metrics",
+    "/login",
+    "/set-password",
+    "/static",
+    "/schema",
+)
 # Whoever is signed in may ask which methods a path takes.
 ANY_SCOPE_METHODS: Final = frozenset({"OPTIONS"})
 # A route missing from the table (a test fails for it first) is refused to all but admin.

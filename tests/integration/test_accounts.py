@@ -47,7 +47,7 @@ async def test_a_user_the_cli_made_sets_a_password_once_then_signs_in_to_their_p
     link = printed[-1]
     assert link.startswith("http://127.0.0.1:8000/set-password?token=")
     # The organisation's project is the one a key of that name works on.
-    key = await create_key_for_project_name(database_url, organisation)
+    key = (await create_key_for_project_name(database_url, organisation)).key
     async with httpx.AsyncClient(base_url=base_url, headers={"x-api-key": key}) as api:
         made = await api.post("/api/v1/datasets", json={"name": "Refund questions"})
         assert made.status_code == 201, made.text
@@ -185,7 +185,7 @@ async def test_ending_a_membership_ends_the_members_sessions_at_once(
 async def test_a_users_sessions_share_one_page_rate(settings: Settings, database_url: str) -> None:
     email, organisation = new_email(), f"org-{uuid.uuid4().hex[:8]}"
     token = await new_user_token(database_url, email, organisation)
-    key = await create_key_for_project_name(database_url, organisation)
+    key = (await create_key_for_project_name(database_url, organisation)).key
     limited = msgspec.structs.replace(settings, web_rate_limit_per_s=0.2, web_rate_limit_burst=4)
     async with (
         serving(create_app(limited)) as url,

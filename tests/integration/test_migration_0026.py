@@ -62,7 +62,8 @@ async def seed(url: str, name: str) -> Seeded:
                 "INSERT INTO projects (name) VALUES ($1) RETURNING id", name
             )
             await connection.execute(
-                "INSERT INTO api_keys (project_id, prefix, key_hash) VALUES ($1, $2, $3)",
+                "INSERT INTO api_keys (project_id, prefix, key_hash, scope)"
+                " VALUES ($1, $2, $3, 'ci')",
                 project_id, key[:11], hashlib.sha256(key.encode()).digest(),
             )  # fmt: skip
             await connection.execute(
