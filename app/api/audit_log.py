@@ -18,7 +18,7 @@ ActorFilter = Annotated[
     QueryParameter(
         pattern=ACTOR_PATTERN,
         description="Only entries by this actor: a key's prefix (`al_` and 8 characters), "
-        "`sign_in_link` or `cli`.",
+        "a person's email, `sign_in_link` or `cli`.",
     ),
 ]
 

@@ -8,6 +8,7 @@ password included.
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 from agentlasso.db import sign_in_failures, users
@@ -17,6 +18,8 @@ from agentlasso.services.accounts import MAX_EMAIL_LENGTH, NO_PROJECT
 from agentlasso.services.passwords import hash_password, needs_rehash, verify_password
 from agentlasso.services.platform import Platform
 from agentlasso.services.web_sessions import NewSession, open_session
+
+log = logging.getLogger("agentlasso.audit")
 
 LOCK_AFTER_FAILURES = 5
 FAILURE_WINDOW = timedelta(minutes=15)
@@ -42,6 +45,9 @@ async def sign_in_with_password(
     user = await users.sign_in_user(platform.pool, email)
     # Verified even when locked or unknown: every refusal takes one verify's time.
     matched = await verify_password(None if user is None else user.password_hash, password)
+    if locked or user is None or not matched:
+        # No project's log: an email names none, and which one would say it has an account.
+        log.warning("sign_in.failed: a wrong email or password, from %s", ip)
     if locked:
         raise SignInRefused(LOCKED)
     if user is None or not matched:

@@ -17,6 +17,7 @@ from agentlasso.domain.audit import (
     AuditFilter,
     CliActor,
     KeyActor,
+    UserActor,
 )
 from agentlasso.http.auth import PlatformDep
 from agentlasso.http.pagination import decode_cursor, next_cursor
@@ -113,7 +114,7 @@ def _actor(entry: AuditEntry) -> str:
         return f"Key {actor.prefix}…"
     if isinstance(actor, CliActor):
         return f"Command line ({actor.command})"
-    return "Sign-in link"
+    return actor.email if isinstance(actor, UserActor) else "Sign-in link"
 
 
 def _value(value: object) -> str:
