@@ -34,7 +34,7 @@ def grade_output_matches_schema(check: OutputMatchesSchema, context: GradingCont
     if schema.too_costly_for(size):
         detail = _too_costly(schema, size, "this reply")
         return not_graded(check.id or "", check.severity, detail, "output_matches_schema")
-    first = schema.first_error(instance)
+    first = schema.first_error(instance, decoded=True)
     if first is None:
         return decided(check, "output_matches_schema", True, "The reply matches the schema.")
     detail = f"The reply does not match the schema: {first}."
@@ -123,7 +123,8 @@ def _call_problem(
         size = len(msgspec.json.encode(arguments))
         if schema.too_costly_for(size):
             return _Unchecked(_too_costly(schema, size, "its arguments"))
-    first = schema.first_error(arguments)
+    # Arguments come from the agent's JSON answer (or a JSON string in it), decoded.
+    first = schema.first_error(arguments, decoded=True)
     if first is None:
         return None
     return (

@@ -94,18 +94,15 @@ class CompiledSchema:
         """Whether searching this many bytes of text with every pattern could stall grading."""
         return self.pattern_cost * value_bytes > MAX_SEARCH_COST
 
-    def first_error(self, instance: object) -> str | None:
-        """None when the value is valid, else `$.items[2].price: -3 is less than the minimum 0`."""
-        try:
-            # The validator recurses natively and crashes the process past about 20,000
-            # levels. Encoding recurses too, in C, and stops near 1,000 with RecursionError:
-            # a depth guard at a microsecond for a typical value, where walking it in Python
-            # cost five. (Values decoded from JSON are already below that depth.)
-            _GUARD.encode(instance)
-        except RecursionError:
-            return "$: the value is nested too deeply to validate"
-        except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
-            return f"$: the value cannot be validated: {shorten(str(exc), 120)}"
+    def first_error(self, instance: object, *, decoded: bool = False) -> str | None:
+        """None when the value is valid, else `$.items[2].price: -3 is less than the minimum 0`.
+
+        `decoded`: the value is what a JSON decoder made of a document, so its depth is bounded
+        by the decoder's own recursion limit and the guard below is not needed."""
+        if not decoded:
+            problem = _unvalidatable(instance)
+            if problem is not None:
+                return problem
         try:
             # validate() stops at the first error; iter_errors() collects every one before
             # yielding any (16 s for a million, measured), so no list of errors is offered.
@@ -119,6 +116,21 @@ class CompiledSchema:
     def is_valid(self, instance: object) -> bool:
         """Whether the value is valid; the same answer as `first_error(...) is None`."""
         return self.first_error(instance) is None
+
+
+def _unvalidatable(instance: object) -> str | None:
+    """Why a Python value cannot be given to the validator, or None."""
+    try:
+        # The validator recurses natively and crashes the process past about 20,000 levels.
+        # Encoding recurses too, in C, and stops near 1,000 with RecursionError: a depth guard
+        # at a microsecond for a typical value, where walking it in Python cost five. (JSON
+        # decoders stop below that depth too, which is why a decoded value skips this.)
+        _GUARD.encode(instance)
+    except RecursionError:
+        return "$: the value is nested too deeply to validate"
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
+        return f"$: the value cannot be validated: {shorten(str(exc), 120)}"
+    return None
 
 
 def compile_schema(schema: object) -> CompiledSchema | SchemaProblem:
