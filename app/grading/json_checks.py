@@ -20,10 +20,15 @@ def grade_output_valid_json(check: OutputValidJson, context: GradingContext) -> 
     return decided(check, "output_valid_json", False, f"The reply is not valid JSON: {error}.")
 
 
+def may_be_json(trimmed: str) -> bool:
+    """Whether trimmed text can start a JSON value: prose is told apart without raising."""
+    return bool(trimmed) and trimmed[0] in _VALUE_STARTS
+
+
 def json_error(reply: str) -> str | None:
     """Why the trimmed reply is not JSON, with its position in the untrimmed reply, or None."""
     trimmed = reply.strip()
-    if not trimmed or trimmed[0] not in _VALUE_STARTS:
+    if not may_be_json(trimmed):
         # Python's parser says exactly this of text that cannot start a JSON value; a prose
         # reply, the usual failure, is answered without raising two exceptions.
         line, column = _untrimmed_position(reply, trimmed, 1, 1)

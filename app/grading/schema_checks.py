@@ -14,7 +14,7 @@ from agentlasso.domain.grades import CheckResult, DeclaredTools, ToolCall
 from agentlasso.domain.tool_arguments import named_tool
 from agentlasso.grading.context import GradingContext
 from agentlasso.grading.excerpts import VALUE_CHARS, shorten
-from agentlasso.grading.json_checks import json_error
+from agentlasso.grading.json_checks import json_error, may_be_json
 from agentlasso.grading.outcomes import decided, not_graded
 from agentlasso.grading.schemas import CompiledSchema, SchemaProblem, compile_schema
 
@@ -52,6 +52,8 @@ def _too_costly(schema: CompiledSchema, size: int, what: str) -> str:
 def _decoded(reply: str) -> Any:
     """The trimmed reply as JSON, or _NOT_JSON when it is not JSON."""
     trimmed = reply.strip()
+    if not may_be_json(trimmed):
+        return _NOT_JSON  # prose, the usual failure: no decoder raising to say so
     try:
         return msgspec.json.decode(trimmed)
     except (msgspec.DecodeError, RecursionError):

@@ -62,6 +62,11 @@ def grade_one(
             "The reply is not valid JSON: Expecting value at line 1 column 1.",
         ),
         (
+            '{"order_id": ',
+            "failed",
+            "The reply is not valid JSON: Expecting value at line 1 column 13.",
+        ),
+        (
             '"\\ud800"',
             "failed",
             'The reply does not match the schema: $: "?" is not of type object.',
