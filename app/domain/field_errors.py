@@ -8,6 +8,7 @@ import re
 import msgspec
 
 from agentlasso.domain.checks import CHECK_TYPES
+from agentlasso.domain.json_pointers import json_pointer
 from agentlasso.domain.test_cases import TAG_RULE
 from agentlasso.errors import FieldError
 
@@ -21,7 +22,7 @@ _NAMED_FIELD = re.compile(r"Object (?:contains unknown|missing required) field `
 def pointer_from_path(path: str) -> str:
     """`.checks[0].tool` -> `/checks/0/tool`."""
     parts = [name or index or key for name, index, key in _STEP.findall(path)]
-    return "".join("/" + part.replace("~", "~0").replace("/", "~1") for part in parts)
+    return json_pointer(parts)
 
 
 def field_error_from_msgspec(error: msgspec.ValidationError) -> FieldError:

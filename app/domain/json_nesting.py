@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from itertools import accumulate
 
+from agentlasso.domain.json_pointers import json_pointer
+
 # Levels of arrays and objects in one document, the outermost included.
 MAX_DEPTH = 64
 TOO_DEEP = f"Nested more than {MAX_DEPTH} levels of arrays and objects deep."
@@ -140,5 +142,4 @@ def _pointer_past(raw: bytes, max_depth: int) -> str:
 
 def _as_pointer(path: list[str | int]) -> str:
     # The outermost member is the body's own top level: the pointer starts inside it.
-    steps = (str(step).replace("~", "~0").replace("/", "~1") for step in path)
-    return "".join(f"/{step}" for step in steps)
+    return json_pointer(path)

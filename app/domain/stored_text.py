@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from agentlasso.domain.json_pointers import json_pointer
 from agentlasso.errors import FieldError, InvalidInput
 
 # The rule as a pattern (ECMA-262 and Python alike), for the API's description and its queries.
@@ -25,7 +26,7 @@ def nul_pointer(value: Any, pointer: str = "") -> str | None:
         return pointer if "\x00" in value else None
     if isinstance(value, Mapping):
         for key, item in value.items():
-            here = f"{pointer}/{_escape(str(key))}"
+            here = pointer + json_pointer([key])
             if "\x00" in str(key):
                 return here
             found = nul_pointer(item, here)
@@ -48,7 +49,7 @@ def nul_problems(values: Mapping[str, Any], prefix: str = "") -> list[FieldError
     return [
         FieldError(pointer=pointer, detail=_DETAIL)
         for name, value in builtins.items()
-        if (pointer := nul_pointer(value, f"{prefix}/{_escape(name)}")) is not None
+        if (pointer := nul_pointer(value, prefix + json_pointer([name]))) is not None
     ]
 
 
@@ -58,7 +59,3 @@ def refuse_nul(values: Mapping[str, Any], prefix: str = "") -> None:
     if problems:
         detail = "Some text holds the character U+0000 (NUL), which cannot be stored."
         raise InvalidInput(detail, problems)
-
-
-def _escape(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from agentlasso.domain.json_pointers import json_pointer
+
 ArgumentsMatch = Literal["subset", "exact"]
 # An object of expected values, keyed by argument name (a value may be a matcher).
 ExpectedArguments = Annotated[dict[str, Any], msgspec.Meta(max_length=100)]
@@ -47,7 +49,7 @@ def is_matcher(value: object) -> bool:
 def matcher_problems(arguments: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """(pointer below the arguments, what is wrong) for each matcher that cannot be used."""
     for key, value in arguments.items():
-        pointer = "/" + key.replace("~", "~0").replace("/", "~1")
+        pointer = json_pointer([key])
         if is_matcher(value):
             yield from _operator_problems(pointer, value)
         elif _holds_operator(value):
@@ -65,7 +67,7 @@ def _operator_problems(pointer: str, matcher: Mapping[str, Any]) -> Iterator[tup
             yield where, f"{operator} is not a matcher; use one of {', '.join(MATCHERS)}."
         elif operator == "$regex" and not isinstance(operand, str):
             yield where, "$regex takes a regular expression (a string)."
-        elif operator in ("$gte", "$lte") and not _is_number(operand):
+        elif operator in ("$gte", "$lte") and not is_number(operand):
             yield where, f"{operator} takes a number."
         elif operator == "$any" and operand is not True:
             yield where, "$any takes true (the argument is there, with any value)."
@@ -80,5 +82,6 @@ def _holds_operator(value: object) -> bool:
     return False
 
 
-def _is_number(value: object) -> bool:
+def is_number(value: object) -> bool:
+    """A JSON number: an int or float, never a boolean."""
     return isinstance(value, int | float) and not isinstance(value, bool)

@@ -44,11 +44,6 @@ def _json(value: object) -> str:
         return repr(value)
 
 
-def json_pointer(path: Sequence[str | int]) -> str:
-    """An RFC 6901 JSON pointer: `/properties/price/minimum`, `` for the root."""
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
-
-
 def location(path: Sequence[str | int], root: object = None) -> str:
     """A JSONPath-like location: `$`, `$.name`, `$["odd key"]`, `$.items[2]`."""
     parts = [_segment(part) for part in _steps(path, root)]

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 import jsonschema_rs
 import msgspec
 
+from agentlasso.domain.json_pointers import json_pointer
 from agentlasso.grading.excerpts import shorten
 from agentlasso.grading.patterns import MAX_PROGRAM_SIZE, MAX_SEARCH_COST, compile_pattern
-from agentlasso.grading.schema_errors import describe, excerpt, json_pointer, message
+from agentlasso.grading.schema_errors import describe, excerpt, message
 
 MAX_SCHEMA_BYTES = 64 * 1024
 # Nesting of a schema and of a value validated: serde_json, which parses schemas for the

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from agentlasso.domain.grades import ToolCall
-from agentlasso.domain.tool_arguments import ArgumentsMatch, is_matcher
+from agentlasso.domain.tool_arguments import ArgumentsMatch, is_matcher, is_number
 from agentlasso.grading.excerpts import VALUE_CHARS, quoted, shorten
 from agentlasso.grading.patterns import MAX_SEARCH_COST, compile_pattern, search, search_cost
 
@@ -107,7 +107,7 @@ def _accepts(matcher: Mapping[str, Any], value: object) -> bool:
             if not isinstance(value, str) or not _search(operand, value):
                 return False
         elif operator in ("$gte", "$lte"):
-            if not _is_number(value) or not _is_number(operand):
+            if not is_number(value) or not is_number(operand):
                 return False
             if (value < operand) if operator == "$gte" else (value > operand):
                 return False
@@ -154,7 +154,3 @@ def _shown(value: object) -> str:
         return quoted(value)
     # Arguments were decoded from JSON, so they encode back (an int past 64 bits included).
     return shorten(msgspec.json.encode(value).decode(), VALUE_CHARS)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

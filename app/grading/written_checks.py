@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from agentlasso.domain.checks import Check, OutputMatchesSchema, ToolCalled, ToolOrder
+from agentlasso.domain.json_pointers import json_pointer
 from agentlasso.domain.tool_arguments import ToolStep, is_matcher, matcher_problems
 from agentlasso.grading.patterns import regex_compile_error
 from agentlasso.grading.schemas import SchemaProblem, compile_schema
@@ -44,5 +45,5 @@ def _arguments_problems(at: str, arguments: Mapping[str, Any]) -> Iterator[tuple
         pattern = value.get("$regex") if is_matcher(value) else None
         error = regex_compile_error(pattern) if isinstance(pattern, str) else None
         if error is not None:
-            escaped = key.replace("~", "~0").replace("/", "~1")
-            yield f"{at}/{escaped}/$regex", f"The regular expression does not compile: {error}."
+            where = at + json_pointer([key, "$regex"])
+            yield where, f"The regular expression does not compile: {error}."

@@ -18,6 +18,7 @@ from agentlasso.db.pool import Connection
 from agentlasso.domain.agent_headers import HEADER_NAME, HEADER_VALUE, RESERVED_HEADERS
 from agentlasso.domain.agents import Agent
 from agentlasso.domain.audit import Caller
+from agentlasso.domain.json_pointers import json_pointer
 from agentlasso.domain.stored_text import refuse_nul
 from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound
 from agentlasso.services import audit
@@ -236,7 +237,7 @@ async def _checked_input(
     for name, value in (headers or {}).items():
         problem = _header_problem(name, value, normalized)
         if problem:
-            problems.append(FieldError(pointer=f"/headers/{_escape(name)}", detail=problem))
+            problems.append(FieldError(pointer=json_pointer(["headers", name]), detail=problem))
         normalized[name.lower()] = value
     if problems:
         raise InvalidInput("The agent cannot be used as given.", problems)
@@ -256,7 +257,3 @@ def _header_problem(name: str, value: str, seen: dict[str, str]) -> str | None:
             "between them (none at the start or the end)."
         )
     return None
-
-
-def _escape(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")
