@@ -43,7 +43,13 @@ def named_tool(tool: str | msgspec.UnsetType) -> str | None:
 
 def is_matcher(value: object) -> bool:
     """Whether an expected value is a matcher (an object of `$` operators) rather than a value."""
-    return isinstance(value, dict) and bool(value) and all(str(k).startswith("$") for k in value)
+    if not isinstance(value, dict) or not value:
+        return False
+    # A loop, not all() over a generator: this runs for every listed argument of every case.
+    for key in value:  # noqa: SIM110
+        if not str(key).startswith("$"):
+            return False
+    return True
 
 
 def matcher_problems(arguments: Mapping[str, Any]) -> Iterator[tuple[str, str]]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import msgspec
 
 from agentlasso.domain.grades import CheckResult, UngradedItem
@@ -14,8 +12,9 @@ from agentlasso.grading.plan import CasePlan
 _NAMED = 10
 
 
-class Tally(NamedTuple):
-    """A case's check results sorted for the line."""
+class Tally(msgspec.Struct, frozen=True, gc=False):
+    """A case's check results sorted for the line (a Struct: built once per case, and a
+    NamedTuple's constructor costs four times as much)."""
 
     graded: int
     passed: int

@@ -83,8 +83,9 @@ def grade_tool_args_valid(check: ToolArgsValid, context: GradingContext) -> Chec
     calls = [
         call for call in context.observation.tool_calls or () if only is None or call.name == only
     ]
+    schemas = _run_schemas(declared)
     for call in calls:
-        problem = _call_problem(call, declared)
+        problem = _call_problem(call, declared, schemas)
         if isinstance(problem, SchemaProblem):
             why = f"The input_schema {shorten(call.name, VALUE_CHARS)} declares cannot be used: "
             return _not_graded(check, why + problem.detail() + ".")
@@ -111,12 +112,15 @@ class _Unchecked(NamedTuple):
 
 
 def _call_problem(
-    call: ToolCall, declared: DeclaredTools
+    call: ToolCall, declared: DeclaredTools, schemas: _Schemas
 ) -> str | SchemaProblem | _Unchecked | None:
     """Why this call's arguments are not valid, an unusable schema, unchecked ones, or None."""
-    if call.name not in declared:
-        return f"{shorten(call.name, VALUE_CHARS)} was called, but the agent declares no such tool."
-    schema = _tool_schema(declared, call.name)
+    schema = schemas.get(call.name)
+    if schema is None:
+        if call.name not in declared:
+            name = shorten(call.name, VALUE_CHARS)
+            return f"{name} was called, but the agent declares no such tool."
+        schema = schemas[call.name] = compile_schema(declared[call.name])
     if isinstance(schema, SchemaProblem):
         return schema
     # No arguments at all is an empty object of them (an OpenAI call may leave them out).
@@ -134,25 +138,23 @@ def _call_problem(
     )
 
 
+# The compiled input schemas of a run's declared tools, by tool name.
+_Schemas = dict[str, CompiledSchema | SchemaProblem]
 # A run's declared tools are one dict for all its cases: their schemas compiled once per run,
 # held by the dict's identity (the entry keeps the dict alive, so an id is never reused while
 # it is here). Bounded: a worker grades a few runs at a time.
-_RUN_TOOLS: dict[int, tuple[DeclaredTools, dict[str, CompiledSchema | SchemaProblem]]] = {}
+_RUN_TOOLS: dict[int, tuple[DeclaredTools, _Schemas]] = {}
 _RUNS_HELD = 32
 
 
-def _tool_schema(declared: DeclaredTools, tool: str) -> CompiledSchema | SchemaProblem:
-    """The compiled input schema of one declared tool."""
+def _run_schemas(declared: DeclaredTools) -> _Schemas:
+    """The run's compiled schemas so far (each compiled when a call of it is first checked)."""
     entry = _RUN_TOOLS.get(id(declared))
     if entry is None or entry[0] is not declared:
         if len(_RUN_TOOLS) >= _RUNS_HELD:
             _RUN_TOOLS.clear()
         entry = _RUN_TOOLS[id(declared)] = (declared, {})
-    schemas = entry[1]
-    schema = schemas.get(tool)
-    if schema is None:
-        schema = schemas[tool] = compile_schema(declared[tool])
-    return schema
+    return entry[1]
 
 
 def _all_valid(count: int, tool: str | None) -> str:

@@ -136,7 +136,7 @@ def _unvalidatable(instance: object) -> str | None:
 
 def compile_schema(schema: object) -> CompiledSchema | SchemaProblem:
     """The schema compiled (from the cache when seen before), or why it cannot be used."""
-    if not isinstance(schema, dict | bool):
+    if not isinstance(schema, (dict, bool)):
         return SchemaProblem("", f"a schema is a JSON object or a boolean, not {excerpt(schema)}")
     try:
         # Only a schema not seen before is walked for its depth (in _compile): a cache hit
@@ -146,23 +146,27 @@ def compile_schema(schema: object) -> CompiledSchema | SchemaProblem:
         return _too_deep()
     except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
         return SchemaProblem("", f"the schema is not JSON: {shorten(str(exc), 120)}")
-    return compiled(text.decode("utf-8"))
+    return _compiled_json(text)
 
 
 def compiled(text: str) -> CompiledSchema | SchemaProblem:
     """A schema's JSON text compiled, once per distinct text (canonical: sorted and compact)."""
+    return _compiled_json(text.encode("utf-8"))
+
+
+def _compiled_json(text: bytes) -> CompiledSchema | SchemaProblem:
     # compile_schema passes canonical text, so every key order of a schema shares one entry and
     # one validator, whose first error is then the same whichever order the schema came in.
-    size = len(text.encode("utf-8")) if len(text) * 4 > MAX_SCHEMA_BYTES else len(text)
-    if size > MAX_SCHEMA_BYTES:
+    # The cache is keyed by the encoded bytes: a hit, once per check per case, decodes nothing.
+    if len(text) > MAX_SCHEMA_BYTES:
         return SchemaProblem(
             "",
-            f"the schema is {size:,} bytes as compact JSON; at most {MAX_SCHEMA_BYTES:,} are "
-            "allowed",
+            f"the schema is {len(text):,} bytes as compact JSON; at most {MAX_SCHEMA_BYTES:,} "
+            "are allowed",
         )
     cached = _CACHE.get(text)
     if cached is None:
-        cached = _compile(text)
+        cached = _compile(text.decode("utf-8"))
         _CACHE.put(text, cached)
     return cached
 
@@ -350,20 +354,25 @@ class _Cache:
     """A least-recently-used map of compiled schemas, bounded in entries and in patterns."""
 
     def __init__(self, entries: int, patterns: int) -> None:
-        self._items: OrderedDict[str, CompiledSchema | SchemaProblem] = OrderedDict()
+        self._items: OrderedDict[bytes, CompiledSchema | SchemaProblem] = OrderedDict()
         self._entries, self._patterns, self._held = entries, patterns, 0
         # Grading may run in threads; OrderedDict's reorder-and-evict is not atomic.
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> CompiledSchema | SchemaProblem | None:
+    def get(self, key: bytes) -> CompiledSchema | SchemaProblem | None:
         """The entry, now the most recently used, or None."""
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
+        # No lock on a hit, the path of every case: each OrderedDict call is atomic under the
+        # GIL, and an entry another thread's put() evicted meanwhile is still a good answer.
+        value = self._items.get(key)
+        if value is None:
+            return None
+        try:
+            self._items.move_to_end(key)
+        except KeyError:
             return value
+        return value
 
-    def put(self, key: str, value: CompiledSchema | SchemaProblem) -> None:
+    def put(self, key: bytes, value: CompiledSchema | SchemaProblem) -> None:
         """Hold an entry, evicting the least recently used past either bound."""
         with self._lock:
             # Two threads may compile the same schema at once: the second replaces the first.

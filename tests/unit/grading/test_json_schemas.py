@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from agentlasso.grading.schemas import (
     MAX_SCHEMA_BYTES,
     CompiledSchema,
     SchemaProblem,
+    _Cache,
     compile_schema,
     compiled,
 )
@@ -504,6 +506,24 @@ def test_the_cache_compiles_each_schema_once_and_stays_bounded() -> None:
     for i in range(300):
         compile_schema({"const": i})
     assert compile_schema({"const": "cache-probe"}) is not first
+
+
+class _EvictedMeanwhile(OrderedDict[bytes, Any]):
+    """Entries that another thread's put() evicts between a get's read and its reorder."""
+
+    def move_to_end(self, key: bytes, last: bool = True) -> None:
+        del self[key]
+        super().move_to_end(key, last)
+
+
+def test_a_hit_evicted_by_another_thread_meanwhile_is_still_answered() -> None:
+    # A hit takes no lock, so the race is real; made to happen here rather than waited for.
+    cache = _Cache(entries=4, patterns=64)
+    schema = compiled_ok({"type": "string"})
+    cache.put(b'{"type":"string"}', schema)
+    cache._items = _EvictedMeanwhile(cache._items)
+    assert cache.get(b'{"type":"string"}') is schema
+    assert cache.get(b'{"type":"string"}') is None
 
 
 def test_the_cache_is_bounded_in_patterns_too() -> None:
