@@ -1,17 +1,20 @@
 """What makes a written check unusable beyond its shape: a schema that cannot be compiled, a
-matcher that is not one, a `$regex` that does not compile. Refused at write time (a 422
-naming where), so a run never meets them."""
+matcher that is not one, a `$regex` that does not compile; and an agent's declared tool whose
+input schema cannot be compiled. Refused at write time (a 422 naming where), so a run never
+meets them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from agentlasso.domain.checks import Check, OutputMatchesSchema, ToolCalled, ToolOrder
+from agentlasso.domain.declared_tools import declared_schemas
 from agentlasso.domain.json_pointers import json_pointer
 from agentlasso.domain.tool_arguments import ToolStep, is_matcher, matcher_problems
+from agentlasso.grading.excerpts import VALUE_CHARS, shorten
 from agentlasso.grading.patterns import regex_compile_error
 from agentlasso.grading.schemas import SchemaProblem, compile_schema
 
@@ -47,3 +50,17 @@ def _arguments_problems(at: str, arguments: Mapping[str, Any]) -> Iterator[tuple
         if error is not None:
             where = at + json_pointer([key, "$regex"])
             yield where, f"The regular expression does not compile: {error}."
+
+
+def declared_tool_problems(tools: Sequence[Any] | None) -> list[tuple[str, str]]:
+    """(JSON pointer below `tools`, what is wrong) for each declared input schema that cannot be
+    compiled: tool_args_valid would leave every call of that tool ungraded."""
+    problems: list[tuple[str, str]] = []
+    for at, name, schema in declared_schemas(tools):
+        compiled = compile_schema(schema)
+        if isinstance(compiled, SchemaProblem):
+            where = f" at {compiled.pointer}" if compiled.pointer else ""
+            tool = shorten(name, VALUE_CHARS)
+            detail = f"The input schema of {tool} cannot be used{where}: {compiled.reason}."
+            problems.append((at + compiled.pointer, detail))
+    return problems

@@ -21,6 +21,7 @@ from agentlasso.domain.audit import Caller
 from agentlasso.domain.json_pointers import json_pointer
 from agentlasso.domain.stored_text import refuse_nul
 from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound
+from agentlasso.grading.written_checks import declared_tool_problems
 from agentlasso.services import audit
 from agentlasso.services.platform import Platform
 
@@ -47,7 +48,7 @@ async def create_agent(
     """Register an agent whose URL passed the address guard."""
     refuse_nul(msgspec.structs.asdict(spec))
     allow_private = platform.settings.allow_private_agents
-    headers = await _checked_input(spec.url, spec.headers, allow_private=allow_private)
+    headers = await _checked_input(spec.url, spec.headers, spec.tools, allow_private=allow_private)
     # The id is chosen here because the sealed headers are bound to it.
     agent_id = uuid.uuid4()
     values = AgentValues(
@@ -93,6 +94,7 @@ async def update_agent(
     headers = await _checked_input(
         changes.get("url"),
         changes.get("headers"),
+        changes.get("tools"),
         allow_private=platform.settings.allow_private_agents,
     )
     stored = {name: value for name, value in changes.items() if name != "headers"}
@@ -224,10 +226,18 @@ async def choose_default_agent(platform: Platform, project_id: UUID, agent_id: U
 
 
 async def _checked_input(
-    url: str | None, headers: dict[str, str] | None, *, allow_private: bool
+    url: str | None,
+    headers: dict[str, str] | None,
+    tools: list[dict[str, Any]] | None,
+    *,
+    allow_private: bool,
 ) -> dict[str, str]:
-    """The headers with lower-case names; InvalidInput naming every bad header and the URL."""
-    problems: list[FieldError] = []
+    """The headers with lower-case names; InvalidInput naming every bad header, the URL and
+    each declared tool schema that cannot be compiled."""
+    problems = [
+        FieldError(pointer="/tools" + at, detail=detail)
+        for at, detail in declared_tool_problems(tools)
+    ]
     if url is not None:
         # The guard also refuses anything but http and https.
         reason = await check_agent_url(url, allow_private=allow_private)

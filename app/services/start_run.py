@@ -33,6 +33,7 @@ from agentlasso.domain.runs import ChunkRef, Run, RunGate, lanes_for
 from agentlasso.domain.stored_text import refuse_nul
 from agentlasso.domain.test_cases import PinnedCase
 from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound, TooManyRequests
+from agentlasso.grading.written_checks import declared_tool_problems
 from agentlasso.queue import enqueue_quietly
 from agentlasso.services.dataset_versions import find_version
 from agentlasso.services.platform import Platform
@@ -133,6 +134,7 @@ async def _start_ci_run(
         # A CI client posts one result per case: a run waiting for more could never complete.
         detail = "trials are for runs where the platform calls the agent (with agent_id)."
         raise InvalidInput(detail, [FieldError(pointer="/trials", detail=detail)])
+    _refuse_unusable_tools(request.tools)
     async with platform.pool.acquire() as connection, connection.transaction():
         dataset = await _dataset_to_run(connection, project_id, request.dataset_id)
         version = await _version_to_run(connection, request)
@@ -318,3 +320,13 @@ async def _replay(
             "use a new key for a new run."
         )
     return StartedRun(run=run, dataset=dataset, replayed=True)
+
+
+def _refuse_unusable_tools(tools: list[dict[str, Any]] | None) -> None:
+    """InvalidInput naming each declared tool schema that cannot be compiled."""
+    problems = [
+        FieldError(pointer="/tools" + at, detail=detail)
+        for at, detail in declared_tool_problems(tools)
+    ]
+    if problems:
+        raise InvalidInput("A declared tool's input schema cannot be used.", problems)

@@ -319,6 +319,43 @@ async def test_a_schema_that_does_not_compile_is_refused_naming_where(
     )
 
 
+async def test_a_declared_tool_schema_that_does_not_compile_is_refused_naming_where(
+    client: httpx.AsyncClient,
+) -> None:
+    # Left to grading, it would leave every call of that tool's arguments unchecked.
+    broken = json.loads(json.dumps(REFUND_TOOLS))
+    broken[0]["input_schema"]["properties"]["amount"]["minimum"] = "one"
+    broken[1]["function"]["parameters"]["type"] = "objekt"
+    dataset_id = await dataset_with(
+        client, [{"input": "x", "checks": [{"type": "tool_args_valid"}]}]
+    )
+    response = await client.post(
+        "/api/v1/eval-runs", json={"dataset_id": dataset_id, "tools": broken}
+    )
+    problem = assert_problem(
+        response, 422, pointer="/tools/0/input_schema/properties/amount/minimum"
+    )
+    assert [error["pointer"] for error in problem["errors"]] == [
+        "/tools/0/input_schema/properties/amount/minimum",
+        "/tools/1/function/parameters/type",
+    ]
+    assert problem["errors"][0]["detail"].startswith(
+        "The input schema of stripe.refund cannot be used at /properties/amount/minimum: "
+    ), problem
+    runs = await client.get("/api/v1/eval-runs", params={"dataset_id": dataset_id})
+    assert runs.json()["items"] == [], "nothing was started"
+    # An agent declaring them is refused the same way, created or changed.
+    agent = {"name": "bot", "url": "http://127.0.0.1:9/agent", "tools": broken[1:]}
+    response = await client.post("/api/v1/agents", json=agent)
+    assert_problem(response, 422, pointer="/tools/0/function/parameters/type")
+    created = await client.post("/api/v1/agents", json={**agent, "tools": REFUND_TOOLS})
+    assert created.status_code == 201, created.text
+    response = await client.patch(f"/api/v1/agents/{created.json()['id']}", json={"tools": broken})
+    assert_problem(response, 422, pointer="/tools/0/input_schema/properties/amount/minimum")
+    stored = await client.get(f"/api/v1/agents/{created.json()['id']}")
+    assert stored.json()["tools"] == REFUND_TOOLS
+
+
 async def test_a_matcher_that_is_not_one_is_refused_naming_where(
     client: httpx.AsyncClient,
 ) -> None:

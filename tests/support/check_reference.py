@@ -76,7 +76,9 @@ and the first key that differed: `stripe.refund was called with amount 50; expec
 most 64 KiB, references only within it; every `pattern` runs in linear time). The tools
 `tool_args_valid` reads are the agent's `tools` as registered (`{"name", "input_schema"}` or
 OpenAI's `{"type": "function", "function": {"name", "parameters"}}`), taken when a server-mode
-run starts; a CI-mode run is given them in `POST /api/v1/eval-runs` `tools`.
+run starts; a CI-mode run is given them in `POST /api/v1/eval-runs` `tools`. A declared
+input schema that cannot be compiled is refused where it is written (the agent, or the run),
+a 422 naming where (`/tools/0/input_schema/properties/amount/minimum`).
 """
 
 

@@ -12,7 +12,7 @@ from agentlasso.domain.declared_tools import declared_tools
 from agentlasso.domain.grades import CheckResult, DeclaredTools
 from agentlasso.domain.test_cases import TestCaseContent
 from agentlasso.grading import grade_case, observation_from_wire, schema_checks
-from agentlasso.grading.written_checks import written_check_problems
+from agentlasso.grading.written_checks import declared_tool_problems, written_check_problems
 
 ORDER = {
     "type": "object",
@@ -316,3 +316,25 @@ def test_a_tools_patterns_too_costly_for_long_arguments_leave_the_check_not_grad
     assert result.detail.startswith("note: Not run: the schema's patterns (")
     short = grade_one(ToolArgsValid(), calls=calls(("note", {"text": "ac"})), tools=tools)
     assert short.status == "failed" and "does not match the pattern" in short.detail
+
+
+def test_a_declared_tool_schema_that_cannot_be_compiled_is_named_where_it_is() -> None:
+    tools: list[Any] = [
+        {"name": "ok", "input_schema": {"type": "object"}},
+        {"name": "bad", "input_schema": {"type": "objekt"}},
+        {"type": "function", "function": {"name": "f", "parameters": {"minimum": "x"}}},
+        {"name": "whole", "parameters": 3},
+        {"name": "undeclared"},
+        "not a tool",
+    ]
+    problems = declared_tool_problems(tools)
+    assert [pointer for pointer, _ in problems] == [
+        "/1/input_schema/type",
+        "/2/function/parameters/minimum",
+        "/3/parameters",
+    ]
+    assert problems[2][1] == (
+        "The input schema of whole cannot be used: a schema is a JSON object or a boolean, not 3."
+    )
+    assert problems[0][1].startswith("The input schema of bad cannot be used at /type: ")
+    assert declared_tool_problems(None) == []
