@@ -45,6 +45,12 @@ class BeyondScope(AgentLassoError):
     title = "Beyond the key's scope"
 
 
+class BeyondRole(BeyondScope):
+    """A signed-in user asking for more than their role allows (a 403, as a key's scope)."""
+
+    title = "Beyond your role"
+
+
 class NotFound(AgentLassoError):
     """The object does not exist in the caller's project (or at all: we do not say which).
 

@@ -25,22 +25,27 @@ _USE_SESSION = """
 WITH live AS (
     SELECT s.token_hash, s.project_id, s.user_id, u.email, s.csrf_token, s.last_seen_at,
            s.api_key_id, k.prefix,
-           coalesce(k.scope, 'admin') AS scope
+           coalesce(k.scope, 'admin') AS scope, r.role
     FROM web_sessions s LEFT JOIN api_keys k ON k.id = s.api_key_id
     LEFT JOIN users u ON u.id = s.user_id
+    -- A user's role here: the project's own for them when set, else their organisation's.
+    LEFT JOIN LATERAL (
+        SELECT coalesce(pr.role, m.role) AS role
+        FROM memberships m JOIN projects p ON p.organisation_id = m.organisation_id
+        LEFT JOIN project_roles pr ON pr.user_id = m.user_id AND pr.project_id = p.id
+        WHERE m.user_id = s.user_id AND p.id = s.project_id
+    ) r ON true
     WHERE s.token_hash = $1 AND s.expires_at > now()
       AND (s.api_key_id IS NULL OR (k.id IS NOT NULL AND k.revoked_at IS NULL))
-      AND (s.user_id IS NULL
-           OR EXISTS (SELECT 1 FROM memberships m JOIN projects p
-                      ON p.organisation_id = m.organisation_id
-                      WHERE m.user_id = s.user_id AND p.id = s.project_id))
+      -- A user's session lives only as long as their membership.
+      AND (s.user_id IS NULL OR r.role IS NOT NULL)
 ), kept_alive AS (
     UPDATE web_sessions s
     SET last_seen_at = now(), expires_at = least(s.created_at + $2::interval, now() + $3::interval)
     FROM live
     WHERE s.token_hash = live.token_hash AND live.last_seen_at < now() - interval '1 minute'
 )
-SELECT project_id, user_id, email, csrf_token, api_key_id, prefix, scope FROM live
+SELECT project_id, user_id, email, csrf_token, api_key_id, prefix, scope, role FROM live
 """
 
 _DELETE_SESSION = "DELETE FROM web_sessions WHERE token_hash = $1"
@@ -100,6 +105,7 @@ async def use_session(
         scope=Scope(row["scope"]),
         actor=actor,
         user_id=user_id,
+        role=row["role"],
     )
 
 

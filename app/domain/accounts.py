@@ -8,7 +8,13 @@ from uuid import UUID
 import msgspec
 
 Role = Literal["viewer", "member", "admin", "owner"]
+# From the least to the most: each role may do all that the ones before it may.
 ROLES: tuple[Role, ...] = ("viewer", "member", "admin", "owner")
+
+
+def role_includes(held: Role, needed: Role) -> bool:
+    """Whether a user of role `held` may do what needs role `needed`."""
+    return ROLES.index(held) >= ROLES.index(needed)
 
 
 class SignInUser(msgspec.Struct, frozen=True, kw_only=True):

@@ -8,6 +8,7 @@ from uuid import UUID
 
 import msgspec
 
+from agentlasso.domain.accounts import Role
 from agentlasso.domain.audit import Actor
 from agentlasso.domain.checks import CheckType, Severity
 from agentlasso.domain.datasets import Dataset
@@ -27,6 +28,8 @@ class WebSession(msgspec.Struct, frozen=True, kw_only=True):
     # The key it was opened with, the user, or the one-time link: the audit log's actor.
     actor: Actor
     user_id: UUID | None = None
+    # The user's role in the project (None for a session opened with a key or a project link).
+    role: Role | None = None
 
 
 class ApiKeyInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,8 +1,10 @@
-"""The one rule of who may do what: every route of the API and the pages, and the scope it needs.
+"""The one rule of who may do what: every route of the API and the pages, the scope a key needs
+and the role a signed-in user needs.
 
 A route is its method and its path template, as the router matches it (`scope["path_template"]`).
-The API key guard and the page guard both look here; no handler checks a scope of its own, and
-tests/integration/test_route_scopes.py fails for a route this table does not name.
+The API key guard and the page guard both look here; no handler checks a scope or a role of its
+own, and tests/integration/test_route_scopes.py fails for a route this table does not name. A
+session opened with a key is held to the key's scope; a user's session to the user's role.
 
 Why each row says what it says is REASONS, below; docs/reference/scopes.md shows both.
 """
@@ -13,8 +15,9 @@ from typing import Final
 
 import msgspec
 
+from agentlasso.domain.accounts import Role, role_includes
 from agentlasso.domain.scopes import Scope, includes
-from agentlasso.errors import BeyondScope
+from agentlasso.errors import BeyondRole, BeyondScope
 
 ADMIN, CI, INGEST, READ = Scope.ADMIN, Scope.CI, Scope.INGEST, Scope.READ
 
@@ -32,147 +35,203 @@ REASONS: Final = """\
   deleting need `admin`. OpenTelemetry trace export needs `ingest`: give your exporter an
   `ingest` key, which can read nothing back.
 - `OPTIONS` answers any live key or session: it tells only which methods a path takes.
+
+Roles, for a signed-in user (their organisation's role, or their role in the project when one
+is set for it):
+- `viewer` reads everything of the project: every page but the audit log.
+- `member` also writes what the team's evaluation is made of: datasets, cases (creating,
+  changing, deleting, importing, generating, reviewing drafts, making cases of traces), runs
+  (start, cancel, re-run, send the agent a test message). A person who writes golden cases is
+  accountable by name in the audit log, which a shared CI key is not; so the role may do what
+  the `ci` scope may not.
+- `admin` also sets up the project: agents (their URLs and secret headers), API keys, the judge
+  key, members, trace retention, and reads the audit log.
+- `owner` also holds the organisation: only an owner makes or unmakes an owner.
+- The API is for keys: a route's role says what a page doing the same needs.
 """
 
 
 class Rule(msgspec.Struct, frozen=True):
-    """The scope a route needs, and what the route does, as a refusal names it."""
+    """The scope a key needs for a route, the role a user needs, and what the route does, as a
+    refusal names it."""
 
     scope: Scope
+    role: Role
     action: str
 
 
-def _rules(rows: dict[str, tuple[Scope, str]]) -> dict[str, Rule]:
-    return {route: Rule(scope, action) for route, (scope, action) in rows.items()}
+def _rules(rows: dict[str, tuple[Scope, Role, str]]) -> dict[str, Rule]:
+    return {route: Rule(scope, role, action) for route, (scope, role, action) in rows.items()}
 
 
 API_RULES: Final = _rules(
     {
-        "GET /api/v1/agents": (READ, "listing agents"),
-        "POST /api/v1/agents": (ADMIN, "creating an agent"),
-        "GET /api/v1/agents/{agent_id}": (READ, "reading an agent"),
-        "PATCH /api/v1/agents/{agent_id}": (ADMIN, "changing an agent"),
-        "DELETE /api/v1/agents/{agent_id}": (ADMIN, "deleting an agent"),
-        "POST /api/v1/agents/{agent_id}/invoke": (CI, "calling an agent"),
-        "GET /api/v1/datasets": (READ, "listing datasets"),
-        "POST /api/v1/datasets": (ADMIN, "creating a dataset"),
-        "GET /api/v1/datasets/{dataset_id}": (READ, "reading a dataset"),
-        "PATCH /api/v1/datasets/{dataset_id}": (ADMIN, "changing a dataset"),
-        "DELETE /api/v1/datasets/{dataset_id}": (ADMIN, "deleting a dataset"),
-        "GET /api/v1/datasets/{dataset_id}/versions": (READ, "listing a dataset's versions"),
-        "POST /api/v1/datasets/{dataset_id}/versions": (ADMIN, "freezing a dataset version"),
-        "GET /api/v1/datasets/{dataset_id}/test-cases": (READ, "listing test cases"),
-        "POST /api/v1/datasets/{dataset_id}/test-cases": (ADMIN, "creating a test case"),
-        "GET /api/v1/datasets/{dataset_id}/test-cases/export": (READ, "exporting test cases"),
-        "POST /api/v1/datasets/{dataset_id}/test-cases/import": (ADMIN, "importing test cases"),
-        "GET /api/v1/datasets/{dataset_id}/flaky": (READ, "listing flaky cases"),
-        "GET /api/v1/datasets/{dataset_id}/drafts": (READ, "listing generated drafts"),
-        "POST /api/v1/datasets/{dataset_id}/generate": (ADMIN, "generating test cases"),
+        "GET /api/v1/agents": (READ, "viewer", "listing agents"),
+        "POST /api/v1/agents": (ADMIN, "admin", "creating an agent"),
+        "GET /api/v1/agents/{agent_id}": (READ, "viewer", "reading an agent"),
+        "PATCH /api/v1/agents/{agent_id}": (ADMIN, "admin", "changing an agent"),
+        "DELETE /api/v1/agents/{agent_id}": (ADMIN, "admin", "deleting an agent"),
+        "POST /api/v1/agents/{agent_id}/invoke": (CI, "member", "calling an agent"),
+        "GET /api/v1/datasets": (READ, "viewer", "listing datasets"),
+        "POST /api/v1/datasets": (ADMIN, "member", "creating a dataset"),
+        "GET /api/v1/datasets/{dataset_id}": (READ, "viewer", "reading a dataset"),
+        "PATCH /api/v1/datasets/{dataset_id}": (ADMIN, "member", "changing a dataset"),
+        "DELETE /api/v1/datasets/{dataset_id}": (ADMIN, "member", "deleting a dataset"),
+        "GET /api/v1/datasets/{dataset_id}/versions": (
+            READ,
+            "viewer",
+            "listing a dataset's versions",
+        ),
+        "POST /api/v1/datasets/{dataset_id}/versions": (
+            ADMIN,
+            "member",
+            "freezing a dataset version",
+        ),
+        "GET /api/v1/datasets/{dataset_id}/test-cases": (READ, "viewer", "listing test cases"),
+        "POST /api/v1/datasets/{dataset_id}/test-cases": (ADMIN, "member", "creating a test case"),
+        "GET /api/v1/datasets/{dataset_id}/test-cases/export": (
+            READ,
+            "viewer",
+            "exporting test cases",
+        ),
+        "POST /api/v1/datasets/{dataset_id}/test-cases/import": (
+            ADMIN,
+            "member",
+            "importing test cases",
+        ),
+        "GET /api/v1/datasets/{dataset_id}/flaky": (READ, "viewer", "listing flaky cases"),
+        "GET /api/v1/datasets/{dataset_id}/drafts": (READ, "viewer", "listing generated drafts"),
+        "POST /api/v1/datasets/{dataset_id}/generate": (ADMIN, "member", "generating test cases"),
         "POST /api/v1/datasets/{dataset_id}/drafts/{draft_id}/accept": (
             ADMIN,
+            "member",
             "accepting a draft",
         ),
         "POST /api/v1/datasets/{dataset_id}/drafts/{draft_id}/reject": (
             ADMIN,
+            "member",
             "rejecting a draft",
         ),
         "POST /api/v1/datasets/{dataset_id}/drafts/{draft_id}/regenerate": (
             ADMIN,
+            "member",
             "regenerating a draft",
         ),
-        "GET /api/v1/test-cases/{test_case_id}": (READ, "reading a test case"),
-        "PATCH /api/v1/test-cases/{test_case_id}": (ADMIN, "changing a test case"),
-        "DELETE /api/v1/test-cases/{test_case_id}": (ADMIN, "deleting a test case"),
-        "POST /api/v1/test-cases/{test_case_id}/preview": (CI, "previewing a test case"),
-        "POST /api/v1/grading/preview": (CI, "previewing checks"),
-        "GET /api/v1/eval-runs": (READ, "listing runs"),
-        "POST /api/v1/eval-runs": (CI, "starting a run"),
-        "GET /api/v1/eval-runs/{run_id}": (READ, "reading a run"),
-        "GET /api/v1/eval-runs/{run_id}/events": (READ, "following a run"),
-        "GET /api/v1/eval-runs/{run_id}/results": (READ, "reading a run's results"),
-        "GET /api/v1/eval-runs/{run_id}/compare": (READ, "comparing runs"),
-        "POST /api/v1/eval-runs/{run_id}/cancel": (CI, "cancelling a run"),
-        "POST /api/v1/eval-runs/{run_id}/next-user-turn": (CI, "asking for a user's next turn"),
-        "POST /api/v1/eval-run-results": (CI, "posting a run's results"),
-        "GET /api/v1/judge-settings": (READ, "reading the judge settings"),
-        "PATCH /api/v1/judge-settings": (ADMIN, "changing the judge settings"),
-        "GET /api/v1/traces": (READ, "listing traces"),
-        "GET /api/v1/traces/{trace_id}": (READ, "reading a trace"),
-        "GET /api/v1/traces/conversations/{conversation_id}": (READ, "reading a conversation"),
-        "POST /api/v1/traces/{trace_id}/test-case": (ADMIN, "making a test case of a trace"),
+        "GET /api/v1/test-cases/{test_case_id}": (READ, "viewer", "reading a test case"),
+        "PATCH /api/v1/test-cases/{test_case_id}": (ADMIN, "member", "changing a test case"),
+        "DELETE /api/v1/test-cases/{test_case_id}": (ADMIN, "member", "deleting a test case"),
+        "POST /api/v1/test-cases/{test_case_id}/preview": (CI, "member", "previewing a test case"),
+        "POST /api/v1/grading/preview": (CI, "member", "previewing checks"),
+        "GET /api/v1/eval-runs": (READ, "viewer", "listing runs"),
+        "POST /api/v1/eval-runs": (CI, "member", "starting a run"),
+        "GET /api/v1/eval-runs/{run_id}": (READ, "viewer", "reading a run"),
+        "GET /api/v1/eval-runs/{run_id}/events": (READ, "viewer", "following a run"),
+        "GET /api/v1/eval-runs/{run_id}/results": (READ, "viewer", "reading a run's results"),
+        "GET /api/v1/eval-runs/{run_id}/compare": (READ, "viewer", "comparing runs"),
+        "POST /api/v1/eval-runs/{run_id}/cancel": (CI, "member", "cancelling a run"),
+        "POST /api/v1/eval-runs/{run_id}/next-user-turn": (
+            CI,
+            "member",
+            "asking for a user's next turn",
+        ),
+        "POST /api/v1/eval-run-results": (CI, "member", "posting a run's results"),
+        "GET /api/v1/judge-settings": (READ, "viewer", "reading the judge settings"),
+        "PATCH /api/v1/judge-settings": (ADMIN, "admin", "changing the judge settings"),
+        "GET /api/v1/traces": (READ, "viewer", "listing traces"),
+        "GET /api/v1/traces/{trace_id}": (READ, "viewer", "reading a trace"),
+        "GET /api/v1/traces/conversations/{conversation_id}": (
+            READ,
+            "viewer",
+            "reading a conversation",
+        ),
+        "POST /api/v1/traces/{trace_id}/test-case": (
+            ADMIN,
+            "member",
+            "making a test case of a trace",
+        ),
         "POST /api/v1/traces/conversations/{conversation_id}/test-case": (
             ADMIN,
+            "member",
             "making a test case of a conversation",
         ),
-        "GET /api/v1/trace-settings": (READ, "reading the trace settings"),
-        "PUT /api/v1/trace-settings": (ADMIN, "changing trace retention"),
-        "GET /api/v1/workers": (READ, "listing workers"),
-        "GET /api/v1/audit-log": (ADMIN, "reading the audit log"),
-        "POST /v1/traces": (INGEST, "sending traces"),
-        "POST /api/v1/traces/otlp": (INGEST, "sending traces"),
+        "GET /api/v1/trace-settings": (READ, "viewer", "reading the trace settings"),
+        "PUT /api/v1/trace-settings": (ADMIN, "admin", "changing trace retention"),
+        "GET /api/v1/workers": (READ, "viewer", "listing workers"),
+        "GET /api/v1/audit-log": (ADMIN, "admin", "reading the audit log"),
+        "POST /v1/traces": (INGEST, "admin", "sending traces"),
+        "POST /api/v1/traces/otlp": (INGEST, "admin", "sending traces"),
     }
 )
 
 # The pages follow the API: a page that reads needs `read`, a form needs what its API call does.
 PAGE_RULES: Final = _rules(
     {
-        "GET /": (READ, "opening the app"),
-        "POST /logout": (READ, "signing out"),
-        "POST /ui/check-json": (READ, "checking JSON as you type"),
-        "POST /ui/check-regex": (READ, "checking a pattern as you type"),
-        "GET /datasets": (READ, "listing datasets"),
-        "POST /datasets": (ADMIN, "creating a dataset"),
-        "GET /datasets/new": (READ, "opening the new dataset form"),
-        "GET /datasets/{dataset_id}": (READ, "reading a dataset"),
-        "POST /datasets/{dataset_id}": (ADMIN, "changing a dataset"),
-        "GET /datasets/{dataset_id}/delete": (READ, "opening the delete form"),
-        "POST /datasets/{dataset_id}/delete": (ADMIN, "deleting a dataset"),
-        "GET /datasets/{dataset_id}/export": (READ, "exporting test cases"),
-        "GET /datasets/{dataset_id}/import": (READ, "opening the import form"),
-        "POST /datasets/{dataset_id}/import": (ADMIN, "importing test cases"),
-        "POST /datasets/{dataset_id}/versions": (ADMIN, "freezing a dataset version"),
-        "GET /datasets/{dataset_id}/flaky": (READ, "listing flaky cases"),
-        "GET /datasets/{dataset_id}/cases/new": (READ, "opening the new case form"),
-        "POST /datasets/{dataset_id}/cases/new": (ADMIN, "creating a test case"),
-        "GET /datasets/{dataset_id}/run": (READ, "opening the run form"),
-        "POST /datasets/{dataset_id}/run": (CI, "starting a run"),
-        "GET /datasets/{dataset_id}/generate": (READ, "opening the generate form"),
-        "POST /datasets/{dataset_id}/generate": (ADMIN, "generating test cases"),
-        "GET /datasets/{dataset_id}/drafts": (READ, "listing generated drafts"),
-        "GET /datasets/{dataset_id}/drafts/{draft_id}/edit": (READ, "opening a draft"),
-        "POST /datasets/{dataset_id}/drafts/{draft_id}/edit": (ADMIN, "editing a draft"),
-        "POST /datasets/{dataset_id}/drafts/{draft_id}/{action}": (ADMIN, "reviewing a draft"),
-        "GET /cases/{case_id}": (READ, "reading a test case"),
-        "POST /cases/{case_id}": (ADMIN, "changing a test case"),
-        "POST /cases/{case_id}/delete": (ADMIN, "deleting a test case"),
-        "GET /cases/{case_id}/history": (READ, "reading a test case's history"),
-        "GET /runs": (READ, "listing runs"),
-        "GET /runs/{run_id}": (READ, "reading a run"),
-        "GET /runs/{run_id}/live": (READ, "following a run"),
-        "GET /runs/{run_id}/compare": (READ, "comparing runs"),
-        "GET /runs/{run_id}/cases/{test_case_id}": (READ, "reading a case's result"),
-        "POST /runs/{run_id}/cancel": (CI, "cancelling a run"),
-        "POST /runs/{run_id}/rerun": (CI, "starting a run"),
-        "GET /traces": (READ, "listing traces"),
-        "GET /traces/{trace_id}": (READ, "reading a trace"),
-        "GET /traces/conversations/{conversation_id}": (READ, "reading a conversation"),
-        "GET /traces/add": (READ, "opening the add-to-dataset form"),
-        "POST /traces/add": (ADMIN, "making test cases of traces"),
-        "POST /traces/{trace_id}/add-conversation": (ADMIN, "making a test case of a trace"),
+        "GET /": (READ, "viewer", "opening the app"),
+        "POST /logout": (READ, "viewer", "signing out"),
+        "POST /ui/check-json": (READ, "viewer", "checking JSON as you type"),
+        "POST /ui/check-regex": (READ, "viewer", "checking a pattern as you type"),
+        "GET /datasets": (READ, "viewer", "listing datasets"),
+        "POST /datasets": (ADMIN, "member", "creating a dataset"),
+        "GET /datasets/new": (READ, "viewer", "opening the new dataset form"),
+        "GET /datasets/{dataset_id}": (READ, "viewer", "reading a dataset"),
+        "POST /datasets/{dataset_id}": (ADMIN, "member", "changing a dataset"),
+        "GET /datasets/{dataset_id}/delete": (READ, "viewer", "opening the delete form"),
+        "POST /datasets/{dataset_id}/delete": (ADMIN, "member", "deleting a dataset"),
+        "GET /datasets/{dataset_id}/export": (READ, "viewer", "exporting test cases"),
+        "GET /datasets/{dataset_id}/import": (READ, "viewer", "opening the import form"),
+        "POST /datasets/{dataset_id}/import": (ADMIN, "member", "importing test cases"),
+        "POST /datasets/{dataset_id}/versions": (ADMIN, "member", "freezing a dataset version"),
+        "GET /datasets/{dataset_id}/flaky": (READ, "viewer", "listing flaky cases"),
+        "GET /datasets/{dataset_id}/cases/new": (READ, "viewer", "opening the new case form"),
+        "POST /datasets/{dataset_id}/cases/new": (ADMIN, "member", "creating a test case"),
+        "GET /datasets/{dataset_id}/run": (READ, "viewer", "opening the run form"),
+        "POST /datasets/{dataset_id}/run": (CI, "member", "starting a run"),
+        "GET /datasets/{dataset_id}/generate": (READ, "viewer", "opening the generate form"),
+        "POST /datasets/{dataset_id}/generate": (ADMIN, "member", "generating test cases"),
+        "GET /datasets/{dataset_id}/drafts": (READ, "viewer", "listing generated drafts"),
+        "GET /datasets/{dataset_id}/drafts/{draft_id}/edit": (READ, "viewer", "opening a draft"),
+        "POST /datasets/{dataset_id}/drafts/{draft_id}/edit": (ADMIN, "member", "editing a draft"),
+        "POST /datasets/{dataset_id}/drafts/{draft_id}/{action}": (
+            ADMIN,
+            "member",
+            "reviewing a draft",
+        ),
+        "GET /cases/{case_id}": (READ, "viewer", "reading a test case"),
+        "POST /cases/{case_id}": (ADMIN, "member", "changing a test case"),
+        "POST /cases/{case_id}/delete": (ADMIN, "member", "deleting a test case"),
+        "GET /cases/{case_id}/history": (READ, "viewer", "reading a test case's history"),
+        "GET /runs": (READ, "viewer", "listing runs"),
+        "GET /runs/{run_id}": (READ, "viewer", "reading a run"),
+        "GET /runs/{run_id}/live": (READ, "viewer", "following a run"),
+        "GET /runs/{run_id}/compare": (READ, "viewer", "comparing runs"),
+        "GET /runs/{run_id}/cases/{test_case_id}": (READ, "viewer", "reading a case's result"),
+        "POST /runs/{run_id}/cancel": (CI, "member", "cancelling a run"),
+        "POST /runs/{run_id}/rerun": (CI, "member", "starting a run"),
+        "GET /traces": (READ, "viewer", "listing traces"),
+        "GET /traces/{trace_id}": (READ, "viewer", "reading a trace"),
+        "GET /traces/conversations/{conversation_id}": (READ, "viewer", "reading a conversation"),
+        "GET /traces/add": (READ, "viewer", "opening the add-to-dataset form"),
+        "POST /traces/add": (ADMIN, "member", "making test cases of traces"),
+        "POST /traces/{trace_id}/add-conversation": (
+            ADMIN,
+            "member",
+            "making a test case of a trace",
+        ),
         "POST /traces/conversations/{conversation_id}/add": (
             ADMIN,
+            "member",
             "making a test case of a conversation",
         ),
-        "GET /settings": (READ, "reading the settings"),
-        "POST /settings/keys": (ADMIN, "creating an API key"),
-        "POST /settings/keys/{key_id}/revoke": (ADMIN, "revoking an API key"),
-        "POST /settings/agent": (ADMIN, "saving the agent"),
-        "POST /settings/agent/default": (ADMIN, "choosing the default agent"),
-        "POST /settings/agent/test": (CI, "calling the agent"),
-        "POST /settings/judge": (ADMIN, "changing the judge settings"),
-        "POST /settings/judge/test": (ADMIN, "testing the judge key"),
-        "POST /settings/traces": (ADMIN, "changing trace retention"),
-        "GET /settings/audit-log": (ADMIN, "reading the audit log"),
+        "GET /settings": (READ, "viewer", "reading the settings"),
+        "POST /settings/keys": (ADMIN, "admin", "creating an API key"),
+        "POST /settings/keys/{key_id}/revoke": (ADMIN, "admin", "revoking an API key"),
+        "POST /settings/agent": (ADMIN, "admin", "saving the agent"),
+        "POST /settings/agent/default": (ADMIN, "admin", "choosing the default agent"),
+        "POST /settings/agent/test": (CI, "member", "calling the agent"),
+        "POST /settings/judge": (ADMIN, "admin", "changing the judge settings"),
+        "POST /settings/judge/test": (ADMIN, "admin", "testing the judge key"),
+        "POST /settings/traces": (ADMIN, "admin", "changing trace retention"),
+        "GET /settings/audit-log": (ADMIN, "admin", "reading the audit log"),
     }
 )
 
@@ -191,8 +250,9 @@ OPEN_PATHS: Final = (
 )
 # Whoever is signed in may ask which methods a path takes.
 ANY_SCOPE_METHODS: Final = frozenset({"OPTIONS"})
-# A route missing from the table (a test fails for it first) is refused to all but admin.
-UNLISTED: Final = Rule(ADMIN, "this request")
+# A route missing from the table (a test fails for it first) is refused to all but an admin key
+# and an owner.
+UNLISTED: Final = Rule(ADMIN, "owner", "this request")
 
 
 def route_key(method: str, path_template: str) -> str:
@@ -222,6 +282,18 @@ def require_scope(held: Scope, method: str, path_template: str) -> None:
     rule = rule_for(method, path_template)
     if rule is not None and not includes(held, rule.scope):
         raise BeyondScope(refusal(held, rule))
+
+
+def role_refusal(held: Role, rule: Rule) -> str:
+    """The sentence a user refused for their role reads."""
+    return f'Your role is "{held}"; {rule.action} needs the role "{rule.role}" or above.'
+
+
+def require_role(held: Role, method: str, path_template: str) -> None:
+    """Nothing when a user of role `held` may make this request; BeyondRole otherwise."""
+    rule = rule_for(method, path_template)
+    if rule is not None and not role_includes(held, rule.role):
+        raise BeyondRole(role_refusal(held, rule))
 
 
 def beyond_scope(method: str, path_template: str) -> str:

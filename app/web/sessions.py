@@ -21,7 +21,7 @@ from agentlasso.domain.audit import Caller
 from agentlasso.domain.web import WebSession
 from agentlasso.errors import AgentLassoError
 from agentlasso.http.auth import client_ip, method_of, platform_of
-from agentlasso.http.permissions import require_scope
+from agentlasso.http.permissions import require_role, require_scope
 from agentlasso.services import web_sessions
 from agentlasso.services.web_sessions import IDLE, LIFETIME, NewSession
 
@@ -49,14 +49,19 @@ class ForgedRequest(AgentLassoError):
 async def require_session(
     connection: ASGIConnection[Any, Any, Any, Any], _handler: BaseRouteHandler
 ) -> None:
-    """Guard: a live session whose key's scope allows the page, remembered for it;
-    SignInRequired or BeyondScope otherwise."""
+    """Guard: a live session whose user's role (or, opened with a key, whose key's scope)
+    allows the page, remembered for it; SignInRequired, BeyondRole or BeyondScope otherwise."""
     token = connection.cookies.get(SESSION_COOKIE)
     session = await web_sessions.current_session(platform_of(connection), token)
     if session is None:
         raise SignInRequired("Your session has ended: sign in again.")
-    # The same table as the API's (app/http/permissions.py), held to the key signed in with.
-    require_scope(session.scope, method_of(connection), connection.scope["path_template"])
+    # The same table as the API's (app/http/permissions.py), held to the user's role, or to the
+    # key signed in with.
+    method, path_template = method_of(connection), connection.scope["path_template"]
+    if session.role is not None:
+        require_role(session.role, method, path_template)
+    else:
+        require_scope(session.scope, method, path_template)
     connection.state.session = session
 
 

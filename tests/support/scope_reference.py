@@ -16,7 +16,7 @@ from agentlasso.http.permissions import API_RULES, OPEN_PATHS, PAGE_RULES, REASO
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "scopes.md"
 
 _INTRO = """\
-# API key scopes
+# API key scopes and user roles
 
 <!-- Generated from app/http/permissions.py by `python -m tests.support.scope_reference`:
      edit the table there, not this page. -->
@@ -49,6 +49,12 @@ prints signs in as `admin`). A `read` session sees every page; a form beyond its
 a 403 page with the same sentence, and nothing changes. A `ci` session may also start, cancel
 and re-run runs and send the agent a test message. An `ingest` key cannot sign in: every page
 reads, and it reads nothing. The header says `Key scope: ...` for any session but `admin`.
+
+A person signed in as a user (a password, or a link they were given) is held to their role
+instead, by the table's `Role needed` column: their organisation's role, or the role set for
+them in the project when there is one. A page or form above it answers a 403 page naming the
+role needed, such as `Your role is "viewer"; creating a dataset needs the role "member" or
+above.` (an htmx request gets the same page, shown in place of the page's content).
 """
 
 
@@ -77,10 +83,11 @@ def _included(scope: Scope) -> str:
 
 def _table(rules: dict[str, Rule]) -> str:
     rows = "".join(
-        f"| `{route}` | {rule.action} | `{rule.scope}` |\n"
+        f"| `{route}` | {rule.action} | `{rule.scope}` | `{rule.role}` |\n"
         for route, rule in sorted(rules.items(), key=lambda item: _by_path(item[0]))
     )
-    return "| Route | What it does | Scope needed |\n|---|---|---|\n" + rows
+    header = "| Route | What it does | Scope needed | Role needed |\n|---|---|---|---|\n"
+    return header + rows
 
 
 def _by_path(route: str) -> tuple[str, str]:
