@@ -286,6 +286,22 @@ CREATE INDEX eval_runs_project_seq_idx ON eval_runs USING btree (project_id, seq
 CREATE INDEX eval_runs_project_status_seq_idx ON eval_runs USING btree (project_id, status, seq DESC);
 CREATE TRIGGER eval_runs_delete_rows AFTER DELETE ON eval_runs REFERENCING OLD TABLE AS deleted_runs FOR EACH STATEMENT EXECUTE FUNCTION delete_rows_of_deleted_runs();
 
+CREATE TABLE invitations (
+    token_hash bytea NOT NULL,
+    organisation_id uuid NOT NULL,
+    email text NOT NULL,
+    role text NOT NULL,
+    invited_by uuid,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    expires_at timestamp with time zone NOT NULL,
+    used_at timestamp with time zone,
+    CONSTRAINT invitations_invited_by_fkey FOREIGN KEY (invited_by) REFERENCES users(id) ON DELETE SET NULL,
+    CONSTRAINT invitations_organisation_id_fkey FOREIGN KEY (organisation_id) REFERENCES organisations(id) ON DELETE CASCADE,
+    CONSTRAINT invitations_pkey PRIMARY KEY (token_hash),
+    CONSTRAINT invitations_role_check CHECK ((role = ANY (ARRAY['viewer'::text, 'member'::text, 'admin'::text, 'owner'::text])))
+);
+CREATE INDEX invitations_organisation_idx ON invitations USING btree (organisation_id);
+
 CREATE TABLE judge_cache (
     key text NOT NULL,
     model text NOT NULL,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
@@ -25,3 +26,12 @@ class SignInUser(msgspec.Struct, frozen=True, kw_only=True):
     email: str
     password_hash: str | None
     project_id: UUID | None
+
+
+class Member(msgspec.Struct, frozen=True, kw_only=True):
+    """A member of an organisation, as Settings -> Members lists them."""
+
+    user_id: UUID
+    email: str
+    role: Role
+    joined_at: datetime

@@ -31,6 +31,9 @@ AuditAction = Literal[
     "trace_retention.changed",
     "sign_in.succeeded",
     "sign_in.failed",
+    "member.invited",
+    "member.role_changed",
+    "member.removed",
 ]
 AUDIT_ACTIONS: tuple[AuditAction, ...] = AuditAction.__args__  # type: ignore[attr-defined]
 # What the `actor` filter takes: a key's prefix, a person's email, an actor's kind.

@@ -232,6 +232,10 @@ PAGE_RULES: Final = _rules(
         "POST /settings/judge/test": (ADMIN, "admin", "testing the judge key"),
         "POST /settings/traces": (ADMIN, "admin", "changing trace retention"),
         "GET /settings/audit-log": (ADMIN, "admin", "reading the audit log"),
+        "GET /settings/members": (ADMIN, "admin", "listing the members"),
+        "POST /settings/members/invite": (ADMIN, "admin", "inviting a member"),
+        "POST /settings/members/{user_id}/role": (ADMIN, "admin", "changing a member's role"),
+        "POST /settings/members/{user_id}/remove": (ADMIN, "admin", "removing a member"),
     }
 )
 

@@ -10,7 +10,7 @@ from uuid import UUID
 import asyncpg
 import msgspec
 
-from agentlasso.db import projects, sign_in_failures, users
+from agentlasso.db import memberships, projects, sign_in_failures, users
 from agentlasso.db.pool import Connection, Executor, connect
 from agentlasso.domain.accounts import Role
 from agentlasso.domain.audit import Caller, UserActor
@@ -81,11 +81,13 @@ async def create_password_token(executor: Executor, user_id: UUID) -> str:
 
 
 async def password_link_email(platform: Platform, token: str) -> str:
-    """The email a set-password link is for (the link stays unused); NotAuthenticated when it
-    was used or is too old."""
+    """The email a set-password link (or an invitation's) is for (the link stays unused);
+    NotAuthenticated when it was used or is too old."""
     email = None
     if len(token) <= MAX_TOKEN_LENGTH:
         email = await users.password_token_email(platform.pool, token_hash(token))
+        if email is None:
+            email = await memberships.invitation_email(platform.pool, token_hash(token))
     if email is None:
         raise NotAuthenticated(SET_LINK_SPENT)
     return email
@@ -102,6 +104,8 @@ async def set_password_with_link(
     async with platform.pool.acquire() as connection, connection.transaction():
         user_id = await users.use_password_token(connection, token_hash(token))
         if user_id is None:
+            user_id = await _accept_invitation(connection, token)
+        if user_id is None:
             raise NotAuthenticated(SET_LINK_SPENT)
         await users.set_password_hash(connection, user_id, password_hash)
         await sign_in_failures.clear_failures(connection, email)
@@ -112,6 +116,22 @@ async def set_password_with_link(
     return await open_session(
         platform, user.project_id, caller, "set_password_link", user_id=user_id
     )
+
+
+async def _accept_invitation(connection: Connection, token: str) -> UUID | None:
+    """Spend an invitation: its person becomes a user and a member with its role; the user's
+    id, or None when the invitation was used or is too old."""
+    invited = await memberships.use_invitation(connection, token_hash(token))
+    if invited is None:
+        return None
+    organisation_id, email, role = invited
+    try:
+        # The whole transaction rolls back on a refusal: the invitation stays unspent.
+        user_id = await users.insert_user(connection, email)
+    except asyncpg.UniqueViolationError:
+        raise Conflict(f"{email} already has an account: sign in instead.") from None
+    await users.set_membership(connection, user_id, organisation_id, role)
+    return user_id
 
 
 NO_PROJECT = "Your account belongs to no organisation with a project: ask an owner to add you."

@@ -44,6 +44,9 @@ ACTION_NAMES: dict[AuditAction, str] = {
     "trace_retention.changed": "Trace retention changed",
     "sign_in.succeeded": "Signed in",
     "sign_in.failed": "Sign-in failed",
+    "member.invited": "Member invited",
+    "member.role_changed": "Member's role changed",
+    "member.removed": "Member removed",
 }
 ACTION_CHOICES = [("", "Any action")] + [(name, ACTION_NAMES[name]) for name in AUDIT_ACTIONS]
 _READ_FIRST = {"before": 0, "after": 1}

@@ -22,6 +22,7 @@ from agentlasso.web.flaky_pages import flaky_cases
 from agentlasso.web.generation_pages import GenerationPages
 from agentlasso.web.import_pages import ImportPages
 from agentlasso.web.key_pages import KeyPages
+from agentlasso.web.member_pages import MemberPages
 from agentlasso.web.page_limits import too_many_requests, within_page_rate
 from agentlasso.web.rendering import PAGE_HEADERS, STATIC_DIR, page, redirect
 from agentlasso.web.run_live import run_live
@@ -56,6 +57,7 @@ SIGNED_IN_PAGES: list[ControllerRouterHandler] = [
     CaseEditorPages,
     SettingsPages,
     KeyPages,
+    MemberPages,
     AuditLogPages,
     RunPages,
     RunStartPages,

@@ -1,5 +1,5 @@
-"""/set-password: the page the link `agentlasso users create` prints opens, open to everyone
-who holds the link; setting the password signs the user in."""
+"""/set-password: the page the link `agentlasso users create` prints (or an invitation's) opens,
+open to everyone who holds the link; setting the password signs the user in."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromQuery
 
-from agentlasso.errors import InvalidInput, NotAuthenticated
+from agentlasso.errors import Conflict, InvalidInput, NotAuthenticated
 from agentlasso.http.auth import PlatformDep, client_ip
 from agentlasso.services import accounts
 from agentlasso.services.passwords import MAX_LENGTH, MIN_LENGTH
@@ -63,7 +63,7 @@ class SetPasswordPages(Controller):
             )
         except InvalidInput as exc:
             return _form(request, token, email, errors={"password": exc.detail}, status_code=422)
-        except NotAuthenticated as exc:
+        except (NotAuthenticated, Conflict) as exc:
             return _spent(request, exc.detail)
         return with_session_cookie(request, redirect(request, "/"), session)
 

@@ -42,8 +42,9 @@ def test_only_the_open_paths_are_open() -> None:
     assert [route.key for route in ROUTES if route.door != "open" and is_open(route.path)] == []
 
 
-# The reads only an admin may make: the audit log names who did what, and from which address.
-ADMIN_READS = {"GET /api/v1/audit-log", "GET /settings/audit-log"}
+# The reads only an admin may make: the audit log names who did what, and from which address;
+# the members page lists the organisation's people by email.
+ADMIN_READS = {"GET /api/v1/audit-log", "GET /settings/audit-log", "GET /settings/members"}
 
 
 def test_reading_needs_read_and_writing_more() -> None:

@@ -1,0 +1,127 @@
+"""Settings -> Members: listing an organisation's members, inviting one with a one-time link,
+changing a role and removing a member (whose sessions end at once).
+
+Two rules hold whoever acts: only an owner grants, changes or removes the owner role, and an
+organisation always keeps an owner. A session opened with a key (or a project's sign-in link)
+acts as an admin here: it is a key of the project, not a person of the organisation.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+from uuid import UUID
+
+import msgspec
+
+from agentlasso.db import memberships, users
+from agentlasso.db.pool import Connection
+from agentlasso.domain.accounts import ROLES, Member, Role
+from agentlasso.domain.audit import AuditObject, Caller
+from agentlasso.errors import BeyondRole, Conflict, FieldError, InvalidInput, NotFound
+from agentlasso.services import audit
+from agentlasso.services.accounts import check_email
+from agentlasso.services.platform import Platform
+from agentlasso.services.web_sessions import token_hash
+
+# An invitation's link works once, within this.
+INVITATION_VALID_FOR = timedelta(days=7)
+OWNERS_ONLY = 'Granting, changing or removing the role "owner" needs the role "owner".'
+LAST_OWNER = "An organisation needs an owner: make another member an owner first."
+
+
+class Acting(msgspec.Struct, frozen=True, kw_only=True):
+    """Who changes the members: their project, their role in it, their user, for the log."""
+
+    project_id: UUID
+    role: Role
+    user_id: UUID | None
+    caller: Caller
+
+
+def parse_role(value: object, field: str = "role") -> Role:
+    """The role this text names; InvalidInput naming the field otherwise."""
+    for role in ROLES:
+        if value == role:
+            return role
+    detail = "Choose a role: viewer, member, admin or owner."
+    raise InvalidInput(detail, [FieldError(pointer=f"/{field}", detail=detail)])
+
+
+async def list_members(platform: Platform, project_id: UUID) -> list[Member]:
+    """The members of the project's organisation."""
+    async with platform.pool.acquire() as connection:
+        organisation_id = await memberships.organisation_of_project(connection, project_id)
+        return await memberships.members(connection, organisation_id)
+
+
+async def invite(platform: Platform, acting: Acting, email: str, role: Role) -> str:
+    """A one-time link's token inviting the email to the organisation with the role (only its
+    hash is kept); Conflict when someone already has an account with the email."""
+    email = check_email(email)
+    _owner_rule(acting, role)
+    token = secrets.token_urlsafe(32)
+    async with platform.pool.acquire() as connection, connection.transaction():
+        # The inviter sees the link: it must never set the password of an account that exists.
+        if await users.user_id_by_email(connection, email) is not None:
+            raise Conflict(f"{email} already has an account.")
+        organisation_id = await memberships.organisation_of_project(connection, acting.project_id)
+        await memberships.insert_invitation(
+            connection, token_hash(token), organisation_id, email, role, acting.user_id,
+            INVITATION_VALID_FOR,
+        )  # fmt: skip
+        await audit.record(
+            connection, acting.project_id, acting.caller, "member.invited", email=email, role=role
+        )
+    return token
+
+
+async def change_role(platform: Platform, acting: Acting, user_id: UUID, role: Role) -> None:
+    """Give a member another role; NotFound when they are none of the organisation's."""
+    async with platform.pool.acquire() as connection, connection.transaction():
+        organisation_id, member = await _member(connection, acting, user_id)
+        if member.role == role:
+            return
+        _owner_rule(acting, role if role == "owner" else member.role)
+        if member.role == "owner":
+            await _keep_an_owner(connection, organisation_id)
+        await memberships.set_role(connection, organisation_id, user_id, role)
+        subject = AuditObject(type="user", id=str(user_id))
+        await audit.record(
+            connection, acting.project_id, acting.caller, "member.role_changed", subject,
+            email=member.email, old_role=member.role, new_role=role,
+        )  # fmt: skip
+
+
+async def remove(platform: Platform, acting: Acting, user_id: UUID) -> None:
+    """End a membership and, at once, the member's sessions in the organisation's projects."""
+    async with platform.pool.acquire() as connection, connection.transaction():
+        organisation_id, member = await _member(connection, acting, user_id)
+        if member.role == "owner":
+            _owner_rule(acting, "owner")
+            await _keep_an_owner(connection, organisation_id)
+        await users.delete_membership(connection, user_id, organisation_id)
+        subject = AuditObject(type="user", id=str(user_id))
+        await audit.record(
+            connection, acting.project_id, acting.caller, "member.removed", subject,
+            email=member.email, role=member.role,
+        )  # fmt: skip
+
+
+async def _member(connection: Connection, acting: Acting, user_id: UUID) -> tuple[UUID, Member]:
+    organisation_id = await memberships.organisation_of_project(connection, acting.project_id)
+    member = await memberships.member_for_change(connection, organisation_id, user_id)
+    if member is None:
+        raise NotFound("There is no such member of your organisation.")
+    return organisation_id, member
+
+
+def _owner_rule(acting: Acting, role: Role) -> None:
+    if role == "owner" and acting.role != "owner":
+        raise BeyondRole(OWNERS_ONLY)
+
+
+async def _keep_an_owner(connection: Connection, organisation_id: UUID) -> None:
+    """Conflict when the member about to lose the owner role is the organisation's last."""
+    if await memberships.lock_owners(connection, organisation_id) <= 1:
+        raise Conflict(LAST_OWNER)
