@@ -177,3 +177,19 @@ async def test_a_removed_member_is_signed_out_at_their_next_request(
         log = shown_text((await owner.get("/settings/audit-log?action=member.removed")).text)
         assert email in log
         assert hidden_field((await owner.get("/settings/members")).text, "csrf_token") == csrf
+
+
+async def test_another_organisations_member_is_not_found(
+    base_url: str, database_url: str, organisation: str
+) -> None:
+    async with browser(base_url) as owner, browser(base_url) as stranger:
+        await signed_in_owner(owner, database_url, organisation)
+        listing = (await owner.get("/settings/members")).text
+        mine = member_id(listing, re.search(r'data-email="([^"]+)"', listing).group(1))  # type: ignore[union-attr]
+        their_csrf = await signed_in_owner(stranger, database_url, f"rival-{uuid.uuid4().hex[:8]}")
+        for action, data in (("role", {"role": "viewer"}), ("remove", {})):
+            answer = await stranger.post(
+                f"/settings/members/{mine}/{action}", data={**data, "csrf_token": their_csrf}
+            )
+            assert answer.status_code == 404, answer.text
+        assert mine in (await owner.get("/settings/members")).text
