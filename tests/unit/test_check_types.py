@@ -92,7 +92,7 @@ def test_each_check_type_has_its_form(check_class: type[Check]) -> None:
 
 def editor(checks: list[case_form.CheckForm]) -> str:
     session = SimpleNamespace(
-        csrf_token="token", scope="admin", user=SimpleNamespace(email="a@example.com")
+        csrf_token="token", scope="admin", role=None, user=SimpleNamespace(email="a@example.com")
     )
     return render(
         "case_editor.html", dataset=SimpleNamespace(id="d1", name="Support"), case=None,
