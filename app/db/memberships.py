@@ -11,13 +11,14 @@ from agentlasso.domain.accounts import Member, Role
 
 _ORGANISATION_OF_PROJECT = "SELECT organisation_id FROM projects WHERE id = $1"
 _MEMBERS = """
-SELECT u.id AS user_id, u.email, m.role, m.created_at AS joined_at
+SELECT u.id AS user_id, u.email, m.role, m.created_at AS joined_at, pr.role AS project_role
 FROM memberships m JOIN users u ON u.id = m.user_id
+LEFT JOIN project_roles pr ON pr.user_id = m.user_id AND pr.project_id = $2
 WHERE m.organisation_id = $1 ORDER BY lower(u.email)
 """
 # Locked, so two changes at once cannot both take the last owner away.
 _MEMBER_FOR_CHANGE = """
-SELECT u.id AS user_id, u.email, m.role, m.created_at AS joined_at
+SELECT u.id AS user_id, u.email, m.role, m.created_at AS joined_at, NULL AS project_role
 FROM memberships m JOIN users u ON u.id = m.user_id
 WHERE m.organisation_id = $1 AND m.user_id = $2 FOR UPDATE OF m
 """
@@ -26,6 +27,12 @@ SELECT count(*) FROM (
     SELECT 1 FROM memberships WHERE organisation_id = $1 AND role = 'owner' FOR UPDATE
 ) owners
 """
+_PROJECT_ROLE = "SELECT role FROM project_roles WHERE user_id = $1 AND project_id = $2"
+_SET_PROJECT_ROLE = """
+INSERT INTO project_roles (user_id, project_id, role) VALUES ($1, $2, $3)
+ON CONFLICT (user_id, project_id) DO UPDATE SET role = EXCLUDED.role
+"""
+_CLEAR_PROJECT_ROLE = "DELETE FROM project_roles WHERE user_id = $1 AND project_id = $2"
 _SET_ROLE = "UPDATE memberships SET role = $3 WHERE organisation_id = $1 AND user_id = $2"
 _INSERT_INVITATION = """
 INSERT INTO invitations (token_hash, organisation_id, email, role, invited_by, expires_at)
@@ -48,9 +55,26 @@ async def organisation_of_project(executor: Executor, project_id: UUID) -> UUID:
     return organisation_id
 
 
-async def members(executor: Executor, organisation_id: UUID) -> list[Member]:
-    """The organisation's members, by email."""
-    return [Member(**row) for row in await executor.fetch(_MEMBERS, organisation_id)]
+async def members(executor: Executor, organisation_id: UUID, project_id: UUID) -> list[Member]:
+    """The organisation's members, by email, with their role in the project where it is set."""
+    rows = await executor.fetch(_MEMBERS, organisation_id, project_id)
+    return [Member(**row) for row in rows]
+
+
+async def project_role(executor: Executor, user_id: UUID, project_id: UUID) -> Role | None:
+    """The member's role in this project, when it is set apart from the organisation's."""
+    role: Role | None = await executor.fetchval(_PROJECT_ROLE, user_id, project_id)
+    return role
+
+
+async def set_project_role(
+    executor: Executor, user_id: UUID, project_id: UUID, role: Role | None
+) -> None:
+    """Set the member's role in this project, or (None) leave it to the organisation's."""
+    if role is None:
+        await executor.execute(_CLEAR_PROJECT_ROLE, user_id, project_id)
+    else:
+        await executor.execute(_SET_PROJECT_ROLE, user_id, project_id, role)
 
 
 async def member_for_change(

@@ -35,3 +35,5 @@ class Member(msgspec.Struct, frozen=True, kw_only=True):
     email: str
     role: Role
     joined_at: datetime
+    # Their role in the project the list is for, when it differs from the organisation's.
+    project_role: Role | None = None

@@ -34,6 +34,7 @@ AuditAction = Literal[
     "member.invited",
     "member.role_changed",
     "member.removed",
+    "member.project_role_changed",
 ]
 AUDIT_ACTIONS: tuple[AuditAction, ...] = AuditAction.__args__  # type: ignore[attr-defined]
 # What the `actor` filter takes: a key's prefix, a person's email, an actor's kind.

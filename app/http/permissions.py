@@ -236,6 +236,11 @@ PAGE_RULES: Final = _rules(
         "POST /settings/members/invite": (ADMIN, "admin", "inviting a member"),
         "POST /settings/members/{user_id}/role": (ADMIN, "admin", "changing a member's role"),
         "POST /settings/members/{user_id}/remove": (ADMIN, "admin", "removing a member"),
+        "POST /settings/members/{user_id}/project-role": (
+            ADMIN,
+            "admin",
+            "setting a member's role in this project",
+        ),
     }
 )
 

@@ -28,6 +28,7 @@ from agentlasso.services.web_sessions import token_hash
 INVITATION_VALID_FOR = timedelta(days=7)
 OWNERS_ONLY = 'Granting, changing or removing the role "owner" needs the role "owner".'
 LAST_OWNER = "An organisation needs an owner: make another member an owner first."
+OWNER_EVERYWHERE = "An owner holds every project of the organisation: their role here stays owner."
 
 
 class Acting(msgspec.Struct, frozen=True, kw_only=True):
@@ -52,7 +53,7 @@ async def list_members(platform: Platform, project_id: UUID) -> list[Member]:
     """The members of the project's organisation."""
     async with platform.pool.acquire() as connection:
         organisation_id = await memberships.organisation_of_project(connection, project_id)
-        return await memberships.members(connection, organisation_id)
+        return await memberships.members(connection, organisation_id, project_id)
 
 
 async def invite(platform: Platform, acting: Acting, email: str, role: Role) -> str:
@@ -90,6 +91,28 @@ async def change_role(platform: Platform, acting: Acting, user_id: UUID, role: R
         await audit.record(
             connection, acting.project_id, acting.caller, "member.role_changed", subject,
             email=member.email, old_role=member.role, new_role=role,
+        )  # fmt: skip
+
+
+async def change_project_role(
+    platform: Platform, acting: Acting, user_id: UUID, role: Role | None
+) -> None:
+    """Narrow or widen a member's role in the acting project, or (None) leave it to their
+    organisation role; an owner holds every project, so theirs is not narrowed."""
+    project_id = acting.project_id
+    async with platform.pool.acquire() as connection, connection.transaction():
+        _, member = await _member(connection, acting, user_id)
+        if member.role == "owner":
+            raise Conflict(OWNER_EVERYWHERE)
+        old = await memberships.project_role(connection, user_id, project_id)
+        if old == role:
+            return
+        _owner_rule(acting, "owner" if "owner" in (old, role) else "viewer")
+        await memberships.set_project_role(connection, user_id, project_id, role)
+        subject = AuditObject(type="user", id=str(user_id))
+        await audit.record(
+            connection, project_id, acting.caller, "member.project_role_changed", subject,
+            email=member.email, old_role=old, new_role=role, organisation_role=member.role,
         )  # fmt: skip
 
 

@@ -47,6 +47,7 @@ ACTION_NAMES: dict[AuditAction, str] = {
     "member.invited": "Member invited",
     "member.role_changed": "Member's role changed",
     "member.removed": "Member removed",
+    "member.project_role_changed": "Member's project role changed",
 }
 ACTION_CHOICES = [("", "Any action")] + [(name, ACTION_NAMES[name]) for name in AUDIT_ACTIONS]
 _READ_FIRST = {"before": 0, "after": 1}

@@ -65,6 +65,19 @@ class MemberPages(Controller):
         await member_service.change_role(platform, acting_of(request), _member_id(user_id), role)
         return redirect(request, f"{PATH}?changed=1")
 
+    @post("/{user_id:str}/project-role", name="change_member_project_role")
+    async def change_project_role(
+        self, request: Request[Any, Any, Any], platform: PlatformDep, user_id: FromPath[str]
+    ) -> Response[Any]:
+        """Set the member's role in this project apart from the organisation's, or not."""
+        form = await request.form()
+        chosen = text(form, "project_role")
+        role = None if chosen == "" else member_service.parse_role(chosen, "project_role")
+        await member_service.change_project_role(
+            platform, acting_of(request), _member_id(user_id), role
+        )
+        return redirect(request, f"{PATH}?changed=1")
+
     @post("/{user_id:str}/remove", name="remove_member")
     async def remove(
         self, request: Request[Any, Any, Any], platform: PlatformDep, user_id: FromPath[str]

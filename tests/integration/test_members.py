@@ -11,7 +11,7 @@ import asyncpg
 import httpx
 import pytest
 
-from agentlasso.services.members import LAST_OWNER, OWNERS_ONLY
+from agentlasso.services.members import LAST_OWNER, OWNER_EVERYWHERE, OWNERS_ONLY
 from agentlasso.services.web_sessions import token_hash
 from tests.support.accounts import PASSWORD, new_email, new_user_token, set_password, token_of
 from tests.support.web import browser, csrf_token, hidden_field, shown_text
@@ -179,6 +179,51 @@ async def test_a_removed_member_is_signed_out_at_their_next_request(
         assert hidden_field((await owner.get("/settings/members")).text, "csrf_token") == csrf
 
 
+async def test_a_members_role_in_this_project_is_set_apart_from_the_organisations(
+    base_url: str, database_url: str, organisation: str
+) -> None:
+    email = new_email()
+    async with browser(base_url) as owner, browser(base_url) as web:
+        csrf = await signed_in_owner(owner, database_url, organisation)
+        link = LINK.search((await invite(owner, csrf, email, "viewer")).text).group(1)  # type: ignore[union-attr]
+        viewer_csrf = await accept(web, link)
+        dataset = {"name": "Refunds", "csrf_token": viewer_csrf}
+        assert (await web.post("/datasets", data=dataset)).status_code == 403
+        member = member_id((await owner.get("/settings/members")).text, email)
+        url = f"/settings/members/{member}/project-role"
+
+        widened = await owner.post(url, data={"project_role": "member", "csrf_token": csrf})
+        assert widened.status_code == 303, widened.text
+        assert (await web.post("/datasets", data=dataset)).status_code == 303
+        listing = (await owner.get("/settings/members")).text
+        assert re.search(
+            rf'id="project-role-{member}" name="project_role">.*?'
+            r'<option value="member" selected>Member</option>', listing, re.S,
+        ), "the project role is shown"  # fmt: skip
+
+        cleared = await owner.post(url, data={"project_role": "", "csrf_token": csrf})
+        assert cleared.status_code == 303
+        assert (await web.post("/datasets", data=dataset)).status_code == 403
+
+        bad = await owner.post(url, data={"project_role": "boss", "csrf_token": csrf})
+        assert bad.status_code == 422 and "Choose a role" in shown_text(bad.text)
+        forged = await owner.post(url, data={"project_role": "member"})
+        assert forged.status_code == 403
+        # The owner's row shows no project form; their id is in their role form's action.
+        own_id = re.search(  # type: ignore[union-attr]
+            r'members/([0-9a-f-]{36})/role"(?:(?!</tr>).)*Owner \(every project\)', listing, re.S
+        ).group(1)
+        kept = await owner.post(
+            f"/settings/members/{own_id}/project-role",
+            data={"project_role": "viewer", "csrf_token": csrf},
+        )
+        assert kept.status_code == 409 and OWNER_EVERYWHERE in shown_text(kept.text)
+        log = shown_text(
+            (await owner.get("/settings/audit-log?action=member.project_role_changed")).text
+        )
+        assert email in log
+
+
 async def test_another_organisations_member_is_not_found(
     base_url: str, database_url: str, organisation: str
 ) -> None:
@@ -187,7 +232,8 @@ async def test_another_organisations_member_is_not_found(
         listing = (await owner.get("/settings/members")).text
         mine = member_id(listing, re.search(r'data-email="([^"]+)"', listing).group(1))  # type: ignore[union-attr]
         their_csrf = await signed_in_owner(stranger, database_url, f"rival-{uuid.uuid4().hex[:8]}")
-        for action, data in (("role", {"role": "viewer"}), ("remove", {})):
+        actions = (("role", {"role": "viewer"}), ("project-role", {"project_role": "member"}))
+        for action, data in (*actions, ("remove", {})):
             answer = await stranger.post(
                 f"/settings/members/{mine}/{action}", data={**data, "csrf_token": their_csrf}
             )
