@@ -44,6 +44,11 @@ AGENTS = Group("Agent calls", "How the workers call the agents under test.")
 JUDGE = Group("The AI judge", "The model that grades judge checks, and what it may cost.")
 GENERATION = Group("Case generation", "Drafting test cases, with the judge's key and model.")
 WORKERS = Group("Workers", "What each `agentlasso worker` serves and watches.")
+SSO = Group(
+    "Single sign-on",
+    "OpenID Connect sign-in (`Sign in with SSO` on /login): shown when the issuer, client id and"
+    " client secret are all set. See docs/sso.md.",
+)
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -281,6 +286,21 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     chunk_stale_s: Annotated[float, WORKERS("AGENTLASSO_CHUNK_STALE_S")] = 20.0
     """A chunk whose worker has not beaten for this long is taken to be dead and redone
     elsewhere."""
+
+    oidc_issuer: Annotated[str | None, SSO("AGENTLASSO_OIDC_ISSUER")] = None
+    """The identity provider's issuer URL; its `/.well-known/openid-configuration` is read."""
+    oidc_client_id: Annotated[str | None, SSO("AGENTLASSO_OIDC_CLIENT_ID")] = None
+    """The client id the identity provider gave AgentLasso."""
+    oidc_client_secret: Annotated[str | None, SSO("AGENTLASSO_OIDC_CLIENT_SECRET")] = None
+    """The client's secret (sent to the token endpoint only, never logged)."""
+    oidc_allowed_domains: Annotated[tuple[str, ...], SSO("AGENTLASSO_OIDC_ALLOWED_DOMAINS")] = ()
+    """Email domains whose verified users may join on their first SSO sign-in, as viewers."""
+    oidc_organisation: Annotated[str | None, SSO("AGENTLASSO_OIDC_ORGANISATION")] = None
+    """The organisation new SSO users join; unset, the only one there is (refused when there
+    are several)."""
+    oidc_redirect_url: Annotated[str | None, SSO("AGENTLASSO_OIDC_REDIRECT_URL")] = None
+    """The redirect URI registered at the identity provider; unset, AGENTLASSO_PUBLIC_URL's
+    `/login/sso/callback` (or the request's own origin when that is unset too)."""
 
 
 LogFormat = Literal["text", "json"]

@@ -69,7 +69,14 @@ class UserActor(msgspec.Struct, frozen=True, kw_only=True, tag="user", tag_field
     email: str
 
 
-Actor = KeyActor | LinkActor | CliActor | UserActor
+class SsoActor(msgspec.Struct, frozen=True, kw_only=True, tag="sso", tag_field="kind"):
+    """Someone the identity provider vouched for whom single sign-on refused: the email the
+    provider gave, when it gave one (no user has it as theirs yet, or not this way)."""
+
+    email: str | None = None
+
+
+Actor = KeyActor | LinkActor | CliActor | UserActor | SsoActor
 
 
 def actor_label(actor: Actor) -> str:
@@ -78,6 +85,8 @@ def actor_label(actor: Actor) -> str:
         return actor.prefix
     if isinstance(actor, UserActor):
         return actor.email
+    if isinstance(actor, SsoActor):
+        return actor.email or "sso"
     return "sign_in_link" if isinstance(actor, LinkActor) else "cli"
 
 

@@ -245,7 +245,8 @@ PAGE_RULES: Final = _rules(
 )
 
 RULES: Final = {**API_RULES, **PAGE_RULES}
-# Open to everyone, with no key or session: probes, metrics, signing in, setting a password with
+# Open to everyone, with no key or session: probes, metrics, signing in (/login/sso and its
+# /login/sso/callback among it: single sign-on), setting a password with
 # a one-time link, static files, and the API's own description (each path here and every path
 # beneath it).
 OPEN_PATHS: Final = (

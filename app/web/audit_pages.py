@@ -17,6 +17,7 @@ from agentlasso.domain.audit import (
     AuditFilter,
     CliActor,
     KeyActor,
+    SsoActor,
     UserActor,
 )
 from agentlasso.http.auth import PlatformDep
@@ -118,6 +119,8 @@ def _actor(entry: AuditEntry) -> str:
         return f"Key {actor.prefix}…"
     if isinstance(actor, CliActor):
         return f"Command line ({actor.command})"
+    if isinstance(actor, SsoActor):
+        return f"SSO: {actor.email}" if actor.email else "SSO"
     return actor.email if isinstance(actor, UserActor) else "Sign-in link"
 
 

@@ -39,6 +39,7 @@ from agentlasso.web.sessions import (
 from agentlasso.web.set_password import SetPasswordPages
 from agentlasso.web.settings_pages import SettingsPages
 from agentlasso.web.sign_in import SignInPages, sign_out
+from agentlasso.web.sso_pages import SsoPages
 from agentlasso.web.static_files import cached_when_current
 from agentlasso.web.studio import StudioPages
 from agentlasso.web.trace_pages import TracePages
@@ -95,7 +96,7 @@ def web_routers(settings: Settings) -> list[Router]:
     )
     open_pages = Router(
         path="/",
-        route_handlers=[SignInPages, SetPasswordPages],
+        route_handlers=[SignInPages, SsoPages, SetPasswordPages],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         include_in_schema=False,
     )

@@ -9,8 +9,8 @@ from litestar import Controller, Request, Response, get, post
 from litestar.params import FromQuery
 
 from agentlasso.errors import NotAuthenticated, TooManyRequests
-from agentlasso.http.auth import PlatformDep, client_ip
-from agentlasso.services import web_sessions
+from agentlasso.http.auth import PlatformDep, client_ip, platform_of
+from agentlasso.services import sso, web_sessions
 from agentlasso.services.password_sign_in import sign_in_with_password
 from agentlasso.services.platform import Platform
 from agentlasso.services.web_sessions import NewSession
@@ -144,6 +144,7 @@ def _form(
         message=message,
         errors=errors or {},
         email=email,
+        sso=sso.is_configured(platform_of(request).settings),
     )
     return with_login_cookie(request, response, token)
 
