@@ -64,10 +64,11 @@ class SsoPages(Controller):
         self,
         request: Request[Any, Any, Any],
         platform: PlatformDep,
-        state: FromQuery[str] = "",
         code: FromQuery[str | None] = None,
     ) -> Response[Any]:
-        """Where the provider sends the browser back: signed in, or a page saying why not."""
+        """Where the provider sends the browser back: signed in, or a page saying why not
+        (`state` is read from the query itself: the name is Litestar's own)."""
+        state = str(request.query_params.get("state") or "")
         if not sso.is_configured(platform.settings):
             return _refused(request, NOT_CONFIGURED, 404)
         try:

@@ -22,9 +22,10 @@ def free_socket() -> socket.socket:
 
 
 @contextlib.asynccontextmanager
-async def serving(app: Litestar) -> AsyncIterator[str]:
-    """Serve the app (its lifespan running) until the block ends; yields its base URL."""
-    sock = free_socket()
+async def serving(app: Litestar, sock: socket.socket | None = None) -> AsyncIterator[str]:
+    """Serve the app (its lifespan running) until the block ends, on `sock` if given (its
+    address known beforehand); yields its base URL."""
+    sock = sock or free_socket()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

@@ -1,0 +1,233 @@
+"""Single sign-on's checks of what the provider answers, against a provider whose ID tokens the
+test signs itself (tests/support/fake_idp.py): each refusal is a page saying so, in the audit
+log as sign_in.failed (method sso, its reason), and never a token in any log."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import asyncpg
+import httpx
+import msgspec
+import pytest
+import pytest_asyncio
+from joserfc.jwk import RSAKey
+
+from agentlasso.config import Settings
+from agentlasso.server import create_app
+from agentlasso.services import sso
+from agentlasso.services.api_keys import create_key_for_project_name
+from tests.support.fake_idp import CLIENT_ID, CLIENT_SECRET, FakeIdp, running_fake_idp
+from tests.support.servers import serving
+from tests.support.web import SESSION_COOKIE, shown_text
+
+
+@pytest.fixture(scope="module")
+def idp() -> Iterator[FakeIdp]:
+    with running_fake_idp() as running:
+        yield running
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def organisation(database_url: str) -> str:
+    """The organisation newcomers join (named, though others exist in the test database)."""
+    name = f"sso-{uuid.uuid4().hex[:10]}"
+    await create_key_for_project_name(database_url, name)
+    return name
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def sso_url(settings: Settings, idp: FakeIdp, organisation: str) -> AsyncIterator[str]:
+    configured = msgspec.structs.replace(
+        settings, oidc_issuer=idp.issuer, oidc_client_id=CLIENT_ID,
+        oidc_client_secret=CLIENT_SECRET, oidc_allowed_domains=("allowed.example",),
+        oidc_organisation=organisation,
+    )  # fmt: skip
+    async with serving(create_app(configured)) as url:
+        yield url
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def web(sso_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=sso_url, follow_redirects=False) as client:
+        yield client
+
+
+async def started(web: httpx.AsyncClient) -> dict[str, str]:
+    """Start a sign-in; the authorization request's parameters."""
+    answer = await web.get("/login/sso")
+    assert answer.status_code == 303, answer.text
+    query = parse_qs(urlsplit(answer.headers["location"]).query)
+    return {name: values[0] for name, values in query.items()}
+
+
+async def finish(web: httpx.AsyncClient, idp: FakeIdp, state: str, token: str) -> httpx.Response:
+    idp.id_token = token
+    return await web.get("/login/sso/callback", params={"state": state, "code": "a-code"})
+
+
+async def refused_with(
+    web: httpx.AsyncClient, idp: FakeIdp, make: Any, reason: str
+) -> httpx.Response:
+    """Start, answer with the token `make(nonce)` gives; assert the refusal page."""
+    request = await started(web)
+    answer = await finish(web, idp, request["state"], make(request["nonce"]))
+    assert answer.status_code in (401, 403), answer.text
+    assert SESSION_COOKIE not in answer.cookies
+    assert "You are not signed in" in answer.text
+    assert sso.MESSAGES.get(reason, sso.REFUSED) in shown_text(answer.text)
+    return answer
+
+
+async def last_failure(database_url: str, organisation: str) -> dict[str, Any]:
+    connection = await asyncpg.connect(database_url)
+    try:
+        row = await connection.fetchrow(
+            "SELECT a.action, a.changes::text AS changes, a.actor::text AS actor FROM audit_log a"
+            " JOIN projects p ON p.id = a.project_id WHERE p.name = $1"
+            " ORDER BY a.seq DESC LIMIT 1",
+            organisation,
+        )
+    finally:
+        await connection.close()
+    assert row is not None
+    return {"action": row["action"], **msgspec.json.decode(row["changes"])}
+
+
+async def test_authorization_request_uses_pkce_state_and_nonce(web: httpx.AsyncClient) -> None:
+    request = await started(web)
+    assert request["response_type"] == "code"
+    assert request["code_challenge_method"] == "S256"
+    assert len(request["code_challenge"]) == 43
+    assert request["state"] != request["nonce"]
+    assert request["redirect_uri"].endswith("/login/sso/callback")
+    assert "openid" in request["scope"].split()
+
+
+async def test_a_good_token_signs_in_a_viewer_with_pkce(
+    web: httpx.AsyncClient, idp: FakeIdp, database_url: str, organisation: str
+) -> None:
+    request = await started(web)
+    subject = f"good-{uuid.uuid4().hex[:8]}"
+    email = f"{subject}@allowed.example"
+    token = idp.sign(idp.claims(request["nonce"], sub=subject, email=email))
+    answer = await finish(web, idp, request["state"], token)
+    assert answer.status_code == 303, answer.text
+    assert answer.headers["location"] == "/"
+    assert SESSION_COOKIE in answer.cookies
+    sent = idp.token_requests[-1]
+    assert sent["code_verifier"] and sent["authorization"].startswith("Basic ")
+    connection = await asyncpg.connect(database_url)
+    try:
+        role = await connection.fetchval(
+            "SELECT m.role FROM memberships m JOIN users u ON u.id = m.user_id"
+            " JOIN organisations o ON o.id = m.organisation_id WHERE u.email = $1 AND o.name = $2",
+            email, organisation,
+        )  # fmt: skip
+    finally:
+        await connection.close()
+    assert role == "viewer"
+    entry = await last_failure(database_url, organisation)
+    assert entry["action"] == "sign_in.succeeded" and entry["method"] == "sso"
+
+
+async def test_a_replayed_state_is_refused(web: httpx.AsyncClient, idp: FakeIdp) -> None:
+    request = await started(web)
+    token = idp.sign(idp.claims(request["nonce"]))
+    assert (await finish(web, idp, request["state"], token)).status_code == 303
+    again = await finish(web, idp, request["state"], token)
+    assert again.status_code == 403
+    assert sso.MESSAGES["unknown_state"] in shown_text(again.text)
+
+
+async def test_a_tampered_token_is_refused(
+    web: httpx.AsyncClient, idp: FakeIdp, database_url: str, organisation: str, caplog: Any
+) -> None:
+    def tampered(nonce: str) -> str:
+        header, payload, signature = idp.sign(idp.claims(nonce)).split(".")
+        other = idp.sign(idp.claims(nonce, sub="someone-else")).split(".")[1]
+        return f"{header}.{other}.{signature}" if other != payload else "x"
+
+    with caplog.at_level(logging.DEBUG):
+        await refused_with(web, idp, tampered, "bad_signature")
+    assert idp.id_token not in caplog.text
+    entry = await last_failure(database_url, organisation)
+    assert entry == {"action": "sign_in.failed", "method": "sso", "reason": "bad_signature"}
+
+
+async def test_a_token_signed_by_another_key_is_refused(
+    web: httpx.AsyncClient, idp: FakeIdp
+) -> None:
+    stranger = RSAKey.generate_key(2048, parameters={"kid": "k1"})
+    await refused_with(web, idp, lambda n: idp.sign(idp.claims(n), stranger), "bad_signature")
+
+
+async def test_a_wrong_nonce_is_refused(
+    web: httpx.AsyncClient, idp: FakeIdp, database_url: str, organisation: str
+) -> None:
+    await refused_with(web, idp, lambda n: idp.sign(idp.claims("not-" + n)), "wrong_nonce")
+    assert (await last_failure(database_url, organisation))["reason"] == "wrong_nonce"
+
+
+async def test_an_expired_token_is_refused(
+    web: httpx.AsyncClient, idp: FakeIdp, database_url: str, organisation: str
+) -> None:
+    await refused_with(web, idp, lambda n: idp.sign(idp.claims(n, exp=1_700_000_000)), "expired")
+    assert (await last_failure(database_url, organisation))["reason"] == "expired_token"
+
+
+async def test_a_wrong_audience_is_refused(
+    web: httpx.AsyncClient, idp: FakeIdp, database_url: str, organisation: str
+) -> None:
+    await refused_with(web, idp, lambda n: idp.sign(idp.claims(n, aud="another-app")), "aud")
+    assert (await last_failure(database_url, organisation))["reason"] == "wrong_audience"
+
+
+async def test_a_wrong_issuer_is_refused(web: httpx.AsyncClient, idp: FakeIdp) -> None:
+    await refused_with(web, idp, lambda n: idp.sign(idp.claims(n, iss="http://evil")), "iss")
+
+
+async def test_an_unverified_email_is_refused(
+    web: httpx.AsyncClient, idp: FakeIdp, database_url: str, organisation: str
+) -> None:
+    make = lambda n: idp.sign(idp.claims(n, sub="unverified-1", email_verified=False))  # noqa: E731
+    await refused_with(web, idp, make, "unverified_email")
+    entry = await last_failure(database_url, organisation)
+    assert entry["reason"] == "unverified_email"
+
+
+async def test_a_disallowed_domain_is_refused(web: httpx.AsyncClient, idp: FakeIdp) -> None:
+    make = lambda n: idp.sign(idp.claims(n, sub="other-1", email="eve@elsewhere.example"))  # noqa: E731
+    answer = await refused_with(web, idp, make, "domain_not_allowed")
+    assert "elsewhere.example" not in answer.text
+
+
+async def test_a_sign_in_from_another_browser_is_refused(
+    web: httpx.AsyncClient, idp: FakeIdp, sso_url: str
+) -> None:
+    request = await started(web)
+    idp.id_token = idp.sign(idp.claims(request["nonce"]))
+    async with httpx.AsyncClient(base_url=sso_url) as other:
+        answer = await other.get("/login/sso/callback", params={"state": request["state"]})
+    assert answer.status_code == 403
+    assert sso.MESSAGES["other_browser"] in shown_text(answer.text)
+
+
+async def test_a_changed_email_cannot_take_over_another_account(
+    web: httpx.AsyncClient, idp: FakeIdp
+) -> None:
+    victim = f"victim-{uuid.uuid4().hex[:8]}@allowed.example"
+    request = await started(web)
+    token = idp.sign(idp.claims(request["nonce"], sub="victim-sub", email=victim))
+    assert (await finish(web, idp, request["state"], token)).status_code == 303
+    # Another identity at the provider now claims the victim's (verified) email.
+    make = lambda n: idp.sign(idp.claims(n, sub="attacker-sub", email=victim))  # noqa: E731
+    await refused_with(web, idp, make, "email_taken")
+    # The victim's own identity still signs in, whatever email it carries now.
+    request = await started(web)
+    token = idp.sign(idp.claims(request["nonce"], sub="victim-sub", email="new@elsewhere.example"))
+    assert (await finish(web, idp, request["state"], token)).status_code == 303
