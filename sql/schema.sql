@@ -465,6 +465,27 @@ CREATE TABLE sign_in_failures (
     CONSTRAINT sign_in_failures_pkey PRIMARY KEY (email)
 );
 
+CREATE TABLE sso_attempts (
+    state_hash bytea NOT NULL,
+    browser_hash bytea NOT NULL,
+    nonce text NOT NULL,
+    code_verifier text NOT NULL,
+    next_path text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT sso_attempts_pkey PRIMARY KEY (state_hash)
+);
+CREATE INDEX sso_attempts_expiry_idx ON sso_attempts USING btree (expires_at);
+
+CREATE TABLE sso_identities (
+    issuer text NOT NULL,
+    subject text NOT NULL,
+    user_id uuid NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT sso_identities_pkey PRIMARY KEY (issuer, subject),
+    CONSTRAINT sso_identities_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE CASCADE
+);
+CREATE INDEX sso_identities_user_idx ON sso_identities USING btree (user_id);
+
 CREATE TABLE test_case_revisions (
     id uuid NOT NULL,
     test_case_id uuid NOT NULL,
