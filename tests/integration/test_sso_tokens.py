@@ -231,3 +231,33 @@ async def test_a_changed_email_cannot_take_over_another_account(
     request = await started(web)
     token = idp.sign(idp.claims(request["nonce"], sub="victim-sub", email="new@elsewhere.example"))
     assert (await finish(web, idp, request["state"], token)).status_code == 303
+
+
+async def test_a_sign_in_goes_back_to_where_it_was_asked_for(
+    web: httpx.AsyncClient, idp: FakeIdp
+) -> None:
+    answer = await web.get("/login/sso", params={"next": "/datasets"})
+    query = parse_qs(urlsplit(answer.headers["location"]).query)
+    token = idp.sign(idp.claims(query["nonce"][0]))
+    signed_in = await finish(web, idp, query["state"][0], token)
+    assert signed_in.headers["location"] == "/datasets"
+    elsewhere = await web.get("/login/sso", params={"next": "//evil.example/"})
+    query = parse_qs(urlsplit(elsewhere.headers["location"]).query)
+    token = idp.sign(idp.claims(query["nonce"][0]))
+    assert (await finish(web, idp, query["state"][0], token)).headers["location"] == "/"
+
+
+async def test_without_settings_there_is_no_sso(base_url: str) -> None:
+    async with httpx.AsyncClient(base_url=base_url) as plain:
+        login = await plain.get("/login")
+        assert "Sign in with SSO" not in login.text
+        start = await plain.get("/login/sso", follow_redirects=False)
+        callback = await plain.get("/login/sso/callback", params={"state": "x", "code": "y"})
+    assert start.status_code == 404
+    assert callback.status_code == 404
+    assert "not set up on this server" in shown_text(start.text)
+
+
+async def test_the_login_page_offers_sso(web: httpx.AsyncClient) -> None:
+    login = await web.get("/login", params={"next": "/runs"})
+    assert 'href="/login/sso?next=/runs"' in login.text
