@@ -48,6 +48,10 @@ MESSAGES = {
     "unknown_state": f"This sign-in has already been used, or was never started here. {AGAIN}",
     "expired_state": f"This sign-in took too long. {AGAIN}",
     "other_browser": f"This sign-in was started in another browser. {AGAIN}",
+    "provider_unreachable": (
+        "The identity provider could not be reached (or answered out of turn): try again in a"
+        " while."
+    ),
     "no_organisation": (
         "SSO is not fully set up on this server (no organisation for new members). Ask its"
         " operator."

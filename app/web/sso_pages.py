@@ -77,7 +77,7 @@ class SsoPages(Controller):
                 redirect_uri=redirect_uri(request, platform), ip=client_ip(request),
             )  # fmt: skip
         except sso.SsoRefused as exc:
-            status = 403 if exc.reason in sso.MESSAGES else 401
+            status = _status(exc.reason)
             return _without_sso_cookie(_refused(request, exc.detail, status))
         await sign_out(platform, request.cookies.get(SESSION_COOKIE))
         response = with_session_cookie(request, redirect(request, next_path), session)
@@ -92,6 +92,13 @@ def redirect_uri(request: Request[Any, Any, Any], platform: Platform) -> str:
         return settings.oidc_redirect_url
     base = settings.public_url or str(request.base_url)
     return base.rstrip("/") + CALLBACK_PATH
+
+
+def _status(reason: str) -> int:
+    """502 when the provider failed us, 403 for who was refused, 401 for an answer not trusted."""
+    if reason == "provider_unreachable":
+        return 502
+    return 403 if reason in sso.MESSAGES else 401
 
 
 def _refused(request: Request[Any, Any, Any], message: str, status_code: int) -> Response[Any]:

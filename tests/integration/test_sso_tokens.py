@@ -22,7 +22,7 @@ from agentlasso.server import create_app
 from agentlasso.services import sso
 from agentlasso.services.api_keys import create_key_for_project_name
 from tests.support.fake_idp import CLIENT_ID, CLIENT_SECRET, FakeIdp, running_fake_idp
-from tests.support.servers import serving
+from tests.support.servers import free_socket, serving
 from tests.support.web import SESSION_COOKIE, shown_text
 
 
@@ -261,3 +261,18 @@ async def test_without_settings_there_is_no_sso(base_url: str) -> None:
 async def test_the_login_page_offers_sso(web: httpx.AsyncClient) -> None:
     login = await web.get("/login", params={"next": "/runs"})
     assert 'href="/login/sso?next=/runs"' in login.text
+
+
+async def test_an_unreachable_provider_is_a_page_saying_so(settings: Settings) -> None:
+    closed = free_socket()  # bound, never listening: connections to it are refused
+    issuer = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    configured = msgspec.structs.replace(
+        settings, oidc_issuer=issuer, oidc_client_id=CLIENT_ID, oidc_client_secret=CLIENT_SECRET
+    )
+    try:
+        async with serving(create_app(configured)) as url, httpx.AsyncClient(base_url=url) as web:
+            answer = await web.get("/login/sso", follow_redirects=False)
+    finally:
+        closed.close()
+    assert answer.status_code == 503
+    assert sso.MESSAGES["provider_unreachable"] in shown_text(answer.text)
