@@ -31,6 +31,9 @@ REDACTED = "[redacted]"
 # value passed as context or `extra` by mistake would otherwise sit in every log store and
 # backup, readable by whoever can read logs. The name decides, so no value is ever inspected.
 _SECRET_MARKERS = ("secret", "password", "api_key", "apikey", "token", "authorization")
+# Query parameters that are credentials by their exact name: OpenID Connect's callback carries
+# a one-time authorization code and the sign-in's state (/login/sso/callback).
+_SECRET_QUERY_NAMES = frozenset({"code", "state"})
 # Libraries that log through handlers of their own: in JSON they go through the root's.
 _LIBRARY_LOGGERS = (
     "uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi",
@@ -237,7 +240,8 @@ def redacted_query(full_path: str) -> str:
     parts = []
     for part in query.split("&"):
         name, equals, _ = part.partition("=")
-        hidden = equals and is_secret_name(urllib.parse.unquote_plus(name))
+        plain = urllib.parse.unquote_plus(name)
+        hidden = equals and (is_secret_name(plain) or plain.lower() in _SECRET_QUERY_NAMES)
         parts.append(f"{name}={REDACTED}" if hidden else part)
     return f"{path}?{'&'.join(parts)}"
 

@@ -401,6 +401,10 @@ def test_an_unknown_format_is_refused() -> None:
         ("/x?token", "/x?token"),
         ("/datasets?q=token", "/datasets?q=token"),
         ("/datasets", "/datasets"),
+        (
+            "/login/sso/callback?code=c0de&state=s7&iss=x",
+            "/login/sso/callback?code=[redacted]&state=[redacted]&iss=x",
+        ),
     ],
 )
 def test_an_access_lines_credential_parameters_are_redacted(logged: str, shown: str) -> None:
