@@ -111,6 +111,7 @@ async def test_a_verified_allowed_email_signs_in_as_a_viewer(
     )  # fmt: skip
     await sign_in_at_provider(sso_page, oidc_provider.VERIFIED)
     await expect(sso_page.get_by_role("heading", name="Datasets")).to_be_visible()
+    await expect(sso_page.get_by_text("Role: viewer")).to_be_visible()
     await screenshot(sso_page, "sso-signed-in")
     connection = await asyncpg.connect(database_url)
     try:
