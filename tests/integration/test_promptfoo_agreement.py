@@ -24,6 +24,7 @@ from agentlasso.grading import grade_case
 from agentlasso.importers.promptfoo_asserts import Mapped, map_assert
 from agentlasso.importers.yaml_documents import YamlProblem, load_yaml
 from tests.support import promptfoo
+from tests.support.npm_packages import node_bin
 
 REPLIES = [
     "Your refund is on its way",
@@ -167,7 +168,7 @@ def js_yaml(snippets: list[str], promptfoo_installed: Path) -> list[Any]:
     }});
     process.stdout.write(JSON.stringify(out));
     """
-    node = promptfoo.node_bin() / "node"
+    node = node_bin() / "node"
     done = subprocess.run(
         [str(node), "-e", script], input=json.dumps(snippets), capture_output=True, text=True,
         timeout=60, check=True,

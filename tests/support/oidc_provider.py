@@ -1,6 +1,6 @@
 """A real OpenID Provider for the SSO tests: npm `oidc-provider` (panva's certified
 implementation), installed once into a cache outside the repository and run with the dev
-extra's Node 24 (tests/support/promptfoo.py's), on 127.0.0.1.
+extra's Node 24 (tests/support/npm_packages.py), on 127.0.0.1.
 
 `python -m tests.support.oidc_provider` installs it (CI does, before the tests: .ci/run).
 tests/support/oidc_provider.mjs configures it: one confidential client with PKCE required, and
@@ -10,10 +10,8 @@ three accounts (below).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,11 +19,11 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.promptfoo import node_bin
+from tests.support import npm_packages
+from tests.support.npm_packages import NpmInstallFailed, node_bin, node_path, npm_install
 from tests.support.servers import free_socket
 
 VERSION = "9.13.3"
-INSTALL_TIMEOUT_S = 600
 SCRIPT = Path(__file__).with_name("oidc_provider.mjs")
 CLIENT_ID = "agentlasso-tests"
 CLIENT_SECRET = "a-client-secret-for-tests-only-0123456789"
@@ -41,34 +39,17 @@ class OidcProviderMissing(Exception):
 
 
 def cache_dir() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "agentlasso-tests" / f"oidc-provider-{VERSION}"
+    return npm_packages.cache_dir("oidc-provider", VERSION)
 
 
 def install() -> Path:
     """The folder whose node_modules holds oidc-provider, installed first if missing."""
     target = cache_dir()
-    if (target / "node_modules" / "oidc-provider" / "package.json").is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Installed beside its place and moved in whole, so a broken install is never taken for one.
-    staging = Path(tempfile.mkdtemp(prefix="oidc-provider-", dir=target.parent))
-    npm = node_bin().parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
-    command = [str(node_bin() / "node"), str(npm), "install", "--prefix", str(staging),
-               "--no-audit", "--no-fund", f"oidc-provider@{VERSION}"]  # fmt: skip
-    path = f"{node_bin()}{os.pathsep}{os.environ.get('PATH', '')}"
-    try:
-        done = subprocess.run(
-            command, env={**os.environ, "PATH": path}, capture_output=True, text=True,
-            timeout=INSTALL_TIMEOUT_S, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise OidcProviderMissing(f"npm install oidc-provider@{VERSION}: {exc}") from exc
-    if done.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise OidcProviderMissing(f"npm install oidc-provider failed:\n{done.stderr[-2000:]}")
-    staging.rename(target)
+    if not (target / "node_modules" / "oidc-provider" / "package.json").is_file():
+        try:
+            npm_install("oidc-provider", VERSION, {**os.environ, "PATH": node_path()})
+        except NpmInstallFailed as exc:
+            raise OidcProviderMissing(str(exc)) from exc
     return target
 
 
