@@ -24,10 +24,13 @@ from agentlasso.api.comparisons import ComparisonController, FlakyController
 from agentlasso.api.dataset_versions import DatasetVersionController
 from agentlasso.api.datasets import DatasetController
 from agentlasso.api.health import health, ready
+from agentlasso.api.judge_agreement import JudgeAgreementController
+from agentlasso.api.judge_examples import JudgeExampleController
 from agentlasso.api.judge_settings import JudgeSettingsController
 from agentlasso.api.openapi import complete as complete_openapi
 from agentlasso.api.operations import WorkerController, prometheus_metrics
 from agentlasso.api.preview import PreviewController
+from agentlasso.api.review_items import ReviewItemController
 from agentlasso.api.run_results import PostedResultsController, RunResultsController
 from agentlasso.api.runs import RunController
 from agentlasso.api.test_cases import DatasetTestCaseController, TestCaseController
@@ -163,6 +166,9 @@ def api_router() -> Router:
             WorkerController,
             UserTurnController,
             AuditLogController,
+            ReviewItemController,
+            JudgeAgreementController,
+            JudgeExampleController,
         ],
         guards=[require_api_key],
         before_request=read_bodies_strictly,

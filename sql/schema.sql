@@ -264,6 +264,7 @@ CREATE TABLE eval_runs (
     dataset_version_id uuid,
     dataset_version text,
     declared_tools jsonb,
+    judge_warnings jsonb,
     CONSTRAINT eval_runs_agent_project_fkey FOREIGN KEY (agent_id, project_id) REFERENCES agents(id, project_id) ON DELETE SET NULL (agent_id),
     CONSTRAINT eval_runs_baseline_project_fkey FOREIGN KEY (baseline_run_id, project_id) REFERENCES eval_runs(id, project_id) ON DELETE SET NULL (baseline_run_id),
     CONSTRAINT eval_runs_counts_check CHECK (((passed <= graded) AND ((graded + no_checks) <= done) AND (done <= total) AND (errored <= done))),
@@ -382,6 +383,66 @@ CREATE TABLE projects (
     CONSTRAINT projects_trace_retention_days_check CHECK (((trace_retention_days >= 1) AND (trace_retention_days <= 3650)))
 );
 CREATE INDEX projects_organisation_idx ON projects USING btree (organisation_id, created_at);
+
+CREATE TABLE review_check_labels (
+    item_id uuid NOT NULL,
+    reviewer text NOT NULL,
+    check_id text NOT NULL,
+    project_id uuid NOT NULL,
+    dataset_id uuid NOT NULL,
+    test_case_id uuid NOT NULL,
+    revision_id uuid NOT NULL,
+    run_id uuid NOT NULL,
+    trial integer NOT NULL,
+    kind text NOT NULL,
+    criterion text,
+    human_passed boolean NOT NULL,
+    judge_passed boolean,
+    judge_samples integer NOT NULL DEFAULT 0,
+    judge_samples_passed integer NOT NULL DEFAULT 0,
+    note text,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT review_check_labels_item_id_reviewer_fkey FOREIGN KEY (item_id, reviewer) REFERENCES review_labels(item_id, reviewer) ON DELETE CASCADE,
+    CONSTRAINT review_check_labels_kind_check CHECK ((kind = ANY (ARRAY['llm_judge'::text, 'expectation'::text]))),
+    CONSTRAINT review_check_labels_pkey PRIMARY KEY (item_id, reviewer, check_id),
+    CONSTRAINT review_check_labels_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
+);
+CREATE INDEX review_check_labels_dataset_idx ON review_check_labels USING btree (dataset_id, revision_id);
+
+CREATE TABLE review_items (
+    id uuid NOT NULL,
+    project_id uuid NOT NULL,
+    seq bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    run_id uuid,
+    test_case_id uuid,
+    trial integer,
+    dataset_id uuid,
+    trace_id text,
+    assignee_id uuid,
+    done_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT review_items_assignee_id_fkey FOREIGN KEY (assignee_id) REFERENCES users(id) ON DELETE SET NULL,
+    CONSTRAINT review_items_dataset_id_fkey FOREIGN KEY (dataset_id) REFERENCES datasets(id) ON DELETE CASCADE,
+    CONSTRAINT review_items_one_kind_check CHECK ((((run_id IS NOT NULL) AND (test_case_id IS NOT NULL) AND (trial IS NOT NULL) AND (dataset_id IS NOT NULL) AND (trace_id IS NULL)) OR ((run_id IS NULL) AND (test_case_id IS NULL) AND (trial IS NULL) AND (dataset_id IS NULL) AND (trace_id IS NOT NULL)))),
+    CONSTRAINT review_items_pkey PRIMARY KEY (id),
+    CONSTRAINT review_items_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
+);
+CREATE INDEX review_items_project_seq_idx ON review_items USING btree (project_id, seq);
+CREATE UNIQUE INDEX review_items_result_key ON review_items USING btree (project_id, run_id, test_case_id, trial) WHERE (run_id IS NOT NULL);
+CREATE UNIQUE INDEX review_items_trace_key ON review_items USING btree (project_id, trace_id) WHERE (trace_id IS NOT NULL);
+
+CREATE TABLE review_labels (
+    item_id uuid NOT NULL,
+    reviewer text NOT NULL,
+    reviewer_name text NOT NULL,
+    verdict boolean,
+    note text,
+    corrected_output text,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT review_labels_item_id_fkey FOREIGN KEY (item_id) REFERENCES review_items(id) ON DELETE CASCADE,
+    CONSTRAINT review_labels_pkey PRIMARY KEY (item_id, reviewer)
+);
 
 CREATE TABLE run_chunks (
     run_id uuid NOT NULL,

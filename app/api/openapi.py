@@ -128,6 +128,12 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "rejectCaseDraft": (404, 409),
     "regenerateCaseDraft": (404, 409),
     "nextUserTurn": (*_BODY, 404, 409),
+    "enqueueReviewItems": (*_BODY, 404),
+    "listReviewItems": (422,),
+    "getReviewItem": (404,),
+    "labelReviewItem": (*_BODY, 404),
+    "getJudgeAgreement": (404,),
+    "addJudgeExample": (*_BODY, 404, 409),
 }
 
 

@@ -82,6 +82,16 @@ BODY_EXAMPLES: dict[str, Any] = {
     },
     "createTestCaseFromConversation": {"dataset_id": _SOME_ID},
     "updateTraceSettings": {"retention_days": 30},
+    "enqueueReviewItems": {"run_id": _SOME_ID, "outcome": "failed", "limit": 50},
+    "labelReviewItem": {
+        "verdict": "passed",
+        "checks": [{"check_id": "c1", "verdict": "passed", "note": "It names the delay."}],
+    },
+    "addJudgeExample": {
+        "result_ref": _SOME_ID,
+        "verdict": "passed",
+        "note": "3-5 business days is when it arrives: that meets the criterion.",
+    },
 }
 # One JSON Lines import body: a test case per line.
 IMPORT_EXAMPLE = (

@@ -35,13 +35,14 @@ LINKS: dict[str, tuple[str, dict[str, Follow]]] = {
         **{name: Follow(_DATASET) for name in (
             "getDataset", "updateDataset", "deleteDataset", "listTestCases", "createTestCase",
             "importTestCases", "listFlakyCases", "exportTestCases", "generateCases",
-            "listCaseDrafts", "createDatasetVersion", "listDatasetVersions",
+            "listCaseDrafts", "createDatasetVersion", "listDatasetVersions", "getJudgeAgreement",
         )},
         "createRun": Follow({}, {"dataset_id": "$response.body#/id"}),
     }),
     "createTestCase": ("201", {
-        name: Follow(_CASE)
-        for name in ("getTestCase", "updateTestCase", "deleteTestCase", "previewTestCase")
+        **{name: Follow(_CASE)
+           for name in ("getTestCase", "updateTestCase", "deleteTestCase", "previewTestCase")},
+        "addJudgeExample": Follow({**_CASE, "check_id": "$response.body#/checks/0/id"}),
     }),
     "createRun": ("201", {
         **{name: Follow(_RUN) for name in (

@@ -101,6 +101,7 @@ def gate_fields(run: domain.Run, public_url: str | None) -> dict[str, Any]:
         "pass_at_k_rate": run.pass_at_k_rate,
         "pass_all_k_rate": run.pass_all_k_rate,
         "flaky_count": run.flaky_count,
+        "judge_warnings": run.judge_warnings or [],
     }
 
 

@@ -274,6 +274,7 @@ def _summary_of(
         new_failures=cases.pop("new_failure", []),
         others=cases,
         truncated_from=truncated_from,
+        judge_warnings=list(gate.judge_warnings),
     )
 
 

@@ -75,6 +75,8 @@ def print_report(report: GateReport, out: TextIO) -> None:
     print(summary_line(gate.counts, gate.pass_rate, gate.pass_threshold), file=out)
     if (judge := judge_line(gate.judge)) is not None:
         print(judge, file=out)
+    for warning in gate.judge_warnings:
+        print(f"Judge warning: {warning}", file=out)
     print(f"CI gate: {'PASS' if gate.ci_pass else f'FAIL: {gate.ci_fail_reason}'}", file=out)
     print_run_page(gate.web_url, out)
 
@@ -152,9 +154,12 @@ def junit_xml(suite: str, report: GateReport) -> bytes:
         root, "testsuite", name=suite, tests=str(len(results)), failures=str(failures),
         errors="0", skipped=str(skipped), time=f"{report.time_s:.3f}",
     )  # fmt: skip
-    if report.gate.web_url is not None:
+    named = [("url", report.gate.web_url)] if report.gate.web_url is not None else []
+    named += [("judge_warning", warning) for warning in report.gate.judge_warnings]
+    if named:
         properties = ElementTree.SubElement(testsuite, "properties")
-        ElementTree.SubElement(properties, "property", name="url", value=report.gate.web_url)
+        for name, value in named:
+            ElementTree.SubElement(properties, "property", name=name, value=_xml_text(value))
     for result in results:
         _testcase(testsuite, suite, result, report)
     return bytes(ElementTree.tostring(root, encoding="utf-8", xml_declaration=True))
@@ -201,6 +206,9 @@ def step_summary(title: str, report: GateReport) -> str:
         f"| {counts.total} | {counts.passed} | {counts.failed} | {counts.not_graded} "
         f"| {counts.total - counts.done} |",
     ]
+    if gate.judge_warnings:
+        lines += ["", "**Judge warnings**", ""]
+        lines += [f"- {_md(warning)}" for warning in gate.judge_warnings]
     if gate.web_url is not None:
         lines += ["", f"[Open the run in AgentLasso]({_md_url(gate.web_url)})"]
     not_passed = report.not_passed()

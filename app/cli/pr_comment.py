@@ -18,6 +18,7 @@ MAX_COMMENT_CHARS = 65_000
 DESCRIPTION_CHARS = 80
 DETAIL_CHARS = 200
 REASON_CHARS = 300
+WARNINGS_SHOWN = 5
 ID_CHARS = 100
 CHECKS_SHOWN = 10
 CHECK_NAMES_SHOWN = 5
@@ -100,6 +101,8 @@ class ComparisonSummary(msgspec.Struct, frozen=True, kw_only=True):
     new_failures: list[ComparedCase]
     others: dict[str, list[ComparedCase]]
     truncated_from: dict[str, int]
+    # The gate's doubts about its AI judge (contract section 15), in words.
+    judge_warnings: list[str] = []
 
     def total(self, bucket: str, listed: int) -> int:
         """How many cases the bucket holds, when the summary lists only `listed` of them."""
@@ -157,6 +160,12 @@ def _head(summary: ComparisonSummary, run_url: str | None) -> str:
     lines = [f"## {verdict}{reason}", "", f"{rate} {baseline}"]
     if run_url is not None:
         lines += ["", f"[Open the run in AgentLasso]({run_url})"]
+    if summary.judge_warnings:
+        lines += ["", "**Judge warnings**", ""]
+        shown = summary.judge_warnings[:WARNINGS_SHOWN]
+        lines += [f"- {_text(warning, REASON_CHARS)}" for warning in shown]
+        if len(summary.judge_warnings) > WARNINGS_SHOWN:
+            lines.append(f"- …and {len(summary.judge_warnings) - WARNINGS_SHOWN} more on the run.")
     lines += ["", "| Bucket | Cases |", "|---|---:|"]
     lines += [
         f"| {words} | {getattr(summary.counts, bucket):,} |"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from agentlasso.db import comparisons, run_counts
+from agentlasso.db import comparisons, judge_warnings, run_counts
 from agentlasso.db import runs as run_rows
 from agentlasso.db.pool import Connection
 from agentlasso.domain.runs import Run
@@ -52,6 +52,7 @@ async def store_gate(connection: Connection, run: Run) -> Run:
         else:
             await connection.execute(_CASES_ARE_RESULTS, run.id, run.graded, run.passed)
         await _compare_with_baseline(connection, run)
+        await judge_warnings.store_for_run(connection, run)
         run = await _reread(connection, run.id)
     return await run_rows.set_verdict(connection, run.id, status, run_gate(run))
 

@@ -265,6 +265,24 @@ class LatencyBelow(_Check, tag="latency_below", frozen=True):
         return f"{self.ms:,} ms" + (" in total" if self.total else "")
 
 
+# A criterion's calibration examples: few and short, since every judge call of it carries them.
+MAX_JUDGE_EXAMPLES = 10
+MAX_EXAMPLE_REPLY_CHARS = 4_000
+MAX_EXAMPLE_NOTE_CHARS = 1_000
+
+
+class JudgeExample(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A reply people judged against the criterion (often where the judge got it wrong): what
+    they decided and why. The judge's prompt carries it, as data, to calibrate the judge."""
+
+    reply: Annotated[str, msgspec.Meta(max_length=MAX_EXAMPLE_REPLY_CHARS)]
+    verdict: Literal["passed", "failed"]
+    note: Annotated[str, msgspec.Meta(max_length=MAX_EXAMPLE_NOTE_CHARS)] | None = None
+
+
+JudgeExamples = Annotated[tuple[JudgeExample, ...], msgspec.Meta(max_length=MAX_JUDGE_EXAMPLES)]
+
+
 class LlmJudge(_Check, tag="llm_judge", frozen=True):
     about = About(
         name="AI judge: meets a criterion",
@@ -273,6 +291,9 @@ class LlmJudge(_Check, tag="llm_judge", frozen=True):
         example={"criterion": "The reply says when the refund arrives."},
     )
     criterion: Criterion
+    # Left out until a person adds one (from Review, or by writing it); changing them makes a
+    # new revision of the case, and a new question for the judge cache.
+    examples: JudgeExamples | msgspec.UnsetType = msgspec.UNSET
 
     def detail(self) -> str:
         return self.criterion
@@ -315,12 +336,20 @@ if get_args(CheckType) != CHECK_TYPES:
     raise ImportError(f"CheckType {get_args(CheckType)} does not match the check classes")
 # Every check carries an id and a severity.
 COMMON_FIELDS = ("id", "severity")
+# Fields people add after a check is written (an AI-judge criterion's calibration examples):
+# never asked of the model that generates cases.
+CALIBRATION_FIELDS = ("examples",)
 
 
 def written_fields(check_class: type[Check]) -> tuple[str, ...]:
     """The fields a check type adds to id and severity, in the order its class declares them."""
     names = (field.name for field in msgspec.structs.fields(check_class))
     return tuple(name for name in names if name not in COMMON_FIELDS)
+
+
+def generated_fields(check_class: type[Check]) -> tuple[str, ...]:
+    """The fields a generated case's check of this type is asked for."""
+    return tuple(name for name in written_fields(check_class) if name not in CALIBRATION_FIELDS)
 
 
 ABOUT: Mapping[CheckType, About] = {type_of(cls): cls.about for cls in CHECK_CLASSES}

@@ -95,6 +95,9 @@ class Run(msgspec.Struct, frozen=True, kw_only=True):
     # The dataset version whose frozen revisions ran, by id and name; None: the current ones.
     dataset_version_id: UUID | None = None
     dataset_version: str | None = None
+    # Each judge criterion of the run people have not checked enough, in words; decided when the
+    # run completes (contract section 15), None before.
+    judge_warnings: list[str] | None = None
     # Not a column: stores counted since the run's row last took them in (app/db/run_counts.py).
     unfolded: int = 0
 

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from agentlasso.domain.case_drafts import CATEGORIES, CATEGORY_MEANINGS, AgentProfile, Slot
-from agentlasso.domain.checks import CHECK_CLASSES, CHECK_TYPES, type_of, written_fields
+from agentlasso.domain.checks import CHECK_CLASSES, CHECK_TYPES, generated_fields, type_of
 from agentlasso.judge.prompt_data import DATA_ESCAPING, fenced
 
 # Stored with every generation: any change to the wording or the schemas below bumps it, and
@@ -152,7 +152,7 @@ def _check_field_types() -> dict[str, msgspec.inspect.Type]:
     types: dict[str, msgspec.inspect.Type] = {}
     for check_class in CHECK_CLASSES:
         declared = {field.name: field.type for field in msgspec.structs.fields(check_class)}
-        for name in written_fields(check_class):
+        for name in generated_fields(check_class):
             types.setdefault(name, msgspec.inspect.type_info(declared[name]))
     return types
 

@@ -236,6 +236,7 @@ def _judge_requests_of(
             kind="llm_judge",
             criterion=check.criterion,
             evaluation_type="BOOLEAN",
+            examples=check.examples or (),
             conversation_input=before,
             conversation_reply=reply,
         )

@@ -11,7 +11,7 @@ from typing import Literal
 
 import msgspec
 
-from agentlasso.domain.checks import LlmJudge
+from agentlasso.domain.checks import JudgeExample, LlmJudge
 from agentlasso.domain.conversations import Message
 from agentlasso.domain.grades import CheckResult, JudgeVerdict, Observation
 from agentlasso.domain.test_cases import EvaluationType, TestCaseContent
@@ -31,6 +31,8 @@ class JudgeRequest(msgspec.Struct, frozen=True, kw_only=True):
     # The plain-English criterion, or the expected output.
     criterion: str
     evaluation_type: EvaluationType
+    # An llm_judge criterion's calibration examples, shown to the judge as data.
+    examples: tuple[JudgeExample, ...] = ()
     # A conversation's checks: the messages before the reply judged (shown as the input) and
     # that reply. None for a single-turn case, whose input and reply the judge is shown.
     conversation_input: tuple[Message, ...] | None = None
@@ -125,6 +127,7 @@ def judge_requests(
             kind="llm_judge",
             criterion=check.criterion,
             evaluation_type="BOOLEAN",
+            examples=check.examples or (),
         )
         for check in plan_case(content).checks
         if isinstance(check, LlmJudge)

@@ -34,6 +34,8 @@ REASONS: Final = """\
 - Agents (their URLs and secret headers), API keys, the judge key, trace retention and
   deleting need `admin`. OpenTelemetry trace export needs `ingest`: give your exporter an
   `ingest` key, which can read nothing back.
+- Review (queueing items, labelling them) needs `admin`: a label is what the judge is measured
+  against, and a pull request's `ci` key must not be able to vouch for its own judge.
 - `OPTIONS` answers any live key or session: it tells only which methods a path takes.
 
 Roles, for a signed-in user (their organisation's role, or their role in the project when one
@@ -41,7 +43,8 @@ is set for it):
 - `viewer` reads everything of the project: every page but the audit log.
 - `member` also writes what the team's evaluation is made of: datasets, cases (creating,
   changing, deleting, importing, generating, reviewing drafts, making cases of traces), runs
-  (start, cancel, re-run, send the agent a test message). A person who writes golden cases is
+  (start, cancel, re-run, send the agent a test message), and reviews: queueing results and
+  labelling them. A person who writes golden cases is
   accountable by name in the audit log, which a shared CI key is not; so the role may do what
   the `ci` scope may not.
 - `admin` also sets up the project: agents (their URLs and secret headers), API keys, the judge
@@ -158,6 +161,20 @@ API_RULES: Final = _rules(
         "PUT /api/v1/trace-settings": (ADMIN, "admin", "changing trace retention"),
         "GET /api/v1/workers": (READ, "viewer", "listing workers"),
         "GET /api/v1/audit-log": (ADMIN, "admin", "reading the audit log"),
+        "POST /api/v1/review-items": (ADMIN, "member", "queueing items for review"),
+        "GET /api/v1/review-items": (READ, "viewer", "listing the review queue"),
+        "GET /api/v1/review-items/{item_id}": (READ, "viewer", "reading a review item"),
+        "POST /api/v1/review-items/{item_id}/labels": (ADMIN, "member", "labelling a review item"),
+        "POST /api/v1/test-cases/{test_case_id}/checks/{check_id}/examples": (
+            ADMIN,
+            "member",
+            "calibrating an AI-judge criterion",
+        ),
+        "GET /api/v1/datasets/{dataset_id}/judge-agreement": (
+            READ,
+            "viewer",
+            "reading the judge's agreement",
+        ),
         "POST /v1/traces": (INGEST, "admin", "sending traces"),
         "POST /api/v1/traces/otlp": (INGEST, "admin", "sending traces"),
     }

@@ -47,6 +47,8 @@ def shown_to_judge(
         case_input=case_input,
         reply=reply,
         data_context=shown_context,
+        # Left out of a question without examples, so its cache key is what it always was.
+        examples=request.examples or msgspec.UNSET,
     )
     return question, cut
 

@@ -114,6 +114,9 @@ class RunGate(msgspec.Struct, kw_only=True):
     pass_at_k_rate: float | None
     pass_all_k_rate: float | None
     flaky_count: int | None
+    # Each llm_judge criterion the run graded that people have labelled fewer than 20 times, or
+    # whose kappa with them is below 0.6, in words; decided when the run completes.
+    judge_warnings: list[str] = []
 
 
 class Run(RunGate, kw_only=True):

@@ -44,6 +44,8 @@ class CheckForm(msgspec.Struct, kw_only=True):
     schema: str = ""
     ms: str = ""
     total: bool = False
+    # An AI-judge criterion's calibration examples, as JSON text (added from Review).
+    examples: str = ""
 
     @property
     def product_name(self) -> str:
@@ -85,6 +87,7 @@ def check_form(fields: dict[str, Any]) -> CheckForm:
         schema=_json_text(fields.get("schema"), indent=2),
         ms=str(fields.get("ms", "")),
         total=bool(fields.get("total", False)),
+        examples=_json_text(fields.get("examples"), indent=2),
     )
 
 
@@ -134,6 +137,7 @@ def _posted_check(fields: dict[str, str]) -> CheckForm | None:
         count=fields.get("count", ""),
         schema=fields.get("schema", ""),
         ms=fields.get("ms", ""),
+        examples=fields.get("examples", ""),
         **ticked,
     )
 
@@ -164,6 +168,7 @@ FIELD_READERS: Mapping[str, Callable[[CheckForm], Any]] = {
     "schema": lambda check: _json_value(check.schema),
     "ms": lambda check: _number(check.ms),
     "total": lambda check: check.total,
+    "examples": lambda check: _json_value(check.examples),
 }
 
 

@@ -18,11 +18,13 @@ import pytest
 
 from agentlasso.cli import pr_comment
 from agentlasso.domain.checks import (
+    CALIBRATION_FIELDS,
     CHECK_CLASSES,
     CHECK_TYPES,
     PRODUCT_NAMES,
     Check,
     OutputValidJson,
+    generated_fields,
     type_of,
     written_fields,
 )
@@ -74,7 +76,9 @@ def test_the_generation_prompt_says_which_fields_each_type_uses(check_class: typ
     assert clause.endswith(f" {asks}")
     properties = case_schema()["properties"]["checks"]["items"]["properties"]
     assert name in properties["type"]["enum"]
-    assert set(written_fields(check_class)) <= set(properties)
+    assert set(generated_fields(check_class)) <= set(properties)
+    # What people add after a check is written (calibration examples) is never asked for.
+    assert not set(CALIBRATION_FIELDS) & set(properties)
 
 
 def test_the_generation_prose_joins_neighbours_that_ask_the_same() -> None:
@@ -104,7 +108,9 @@ def editor(checks: list[case_form.CheckForm]) -> str:
 
 
 def test_the_editor_shows_every_field_of_every_check_type() -> None:
-    forms = [case_form.CheckForm(type=type_of(cls)) for cls in CHECK_CLASSES]
+    # A calibration field is shown once a check has one (added from Review), so it is given.
+    examples = '[{"reply": "20 EUR", "verdict": "passed"}]'
+    forms = [case_form.CheckForm(type=type_of(cls), examples=examples) for cls in CHECK_CLASSES]
     html = editor(forms)
     for index, check_class in enumerate(CHECK_CLASSES):
         assert f"Check {index + 1}: {check_class.about.name}</legend>" in html
@@ -113,6 +119,11 @@ def test_the_editor_shows_every_field_of_every_check_type() -> None:
         # and offers to add one
         assert f'value="add:{type_of(check_class)}"' in html
     assert OutputValidJson.about.summary in html  # it has no field to show
+
+
+def test_a_judge_check_without_examples_shows_no_examples_field() -> None:
+    html = editor([case_form.CheckForm(type="llm_judge")])
+    assert 'name="checks-0-criterion"' in html and 'name="checks-0-examples"' not in html
 
 
 def test_a_check_type_without_its_form_is_an_error_not_a_blank(

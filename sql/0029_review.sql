@@ -1,0 +1,79 @@
+-- Human review (contract section 15): a queue of case results and traces for people to label,
+-- and their labels. A label of a judged check keeps what it judges (the case, its revision, the
+-- run and trial, the criterion) and the judge's verdict beside it, so the judge's agreement with
+-- people is one aggregate over one table.
+
+CREATE TABLE review_items (
+    id            uuid PRIMARY KEY,
+    project_id    uuid NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+    seq           bigint GENERATED ALWAYS AS IDENTITY,
+    -- A case result of a run ...
+    run_id        uuid,
+    test_case_id  uuid,
+    trial         integer,
+    dataset_id    uuid REFERENCES datasets (id) ON DELETE CASCADE,
+    -- ... or a trace.
+    trace_id      text,
+    assignee_id   uuid REFERENCES users (id) ON DELETE SET NULL,
+    -- Set when the item's assignee (or, unassigned, anyone) first labels it.
+    done_at       timestamptz,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT review_items_one_kind_check CHECK (
+        (run_id IS NOT NULL AND test_case_id IS NOT NULL AND trial IS NOT NULL
+            AND dataset_id IS NOT NULL AND trace_id IS NULL)
+        OR (run_id IS NULL AND test_case_id IS NULL AND trial IS NULL AND dataset_id IS NULL
+            AND trace_id IS NOT NULL)
+    )
+);
+CREATE UNIQUE INDEX review_items_result_key ON review_items (project_id, run_id, test_case_id, trial)
+    WHERE run_id IS NOT NULL;
+CREATE UNIQUE INDEX review_items_trace_key ON review_items (project_id, trace_id)
+    WHERE trace_id IS NOT NULL;
+CREATE INDEX review_items_project_seq_idx ON review_items (project_id, seq);
+
+-- One person's labels of one item; a second person's are another row beside it.
+CREATE TABLE review_labels (
+    item_id           uuid NOT NULL REFERENCES review_items (id) ON DELETE CASCADE,
+    -- Who labelled: "user:<id>", "api_key:<id>" or "sign_in_link"; and how they are shown.
+    reviewer          text NOT NULL,
+    reviewer_name     text NOT NULL,
+    verdict           boolean,
+    note              text,
+    corrected_output  text,
+    created_at        timestamptz NOT NULL DEFAULT now(),
+    updated_at        timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (item_id, reviewer)
+);
+
+-- One person's verdict on one judged check (an llm_judge check or the expectation) of a result.
+CREATE TABLE review_check_labels (
+    item_id        uuid NOT NULL,
+    reviewer       text NOT NULL,
+    check_id       text NOT NULL,
+    project_id     uuid NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+    dataset_id     uuid NOT NULL,
+    test_case_id   uuid NOT NULL,
+    revision_id    uuid NOT NULL,
+    run_id         uuid NOT NULL,
+    trial          integer NOT NULL,
+    kind           text NOT NULL,
+    -- The llm_judge check's criterion; NULL for the expectation.
+    criterion      text,
+    human_passed   boolean NOT NULL,
+    -- The judge's verdict on the labelled result; NULL when it gave none (not graded).
+    judge_passed   boolean,
+    -- Repeated judging of the same reply: how many samples were taken, and how many passed.
+    judge_samples         integer NOT NULL DEFAULT 0,
+    judge_samples_passed  integer NOT NULL DEFAULT 0,
+    note           text,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (item_id, reviewer, check_id),
+    FOREIGN KEY (item_id, reviewer) REFERENCES review_labels (item_id, reviewer) ON DELETE CASCADE,
+    CONSTRAINT review_check_labels_kind_check CHECK (kind IN ('llm_judge', 'expectation'))
+);
+CREATE INDEX review_check_labels_dataset_idx ON review_check_labels (dataset_id, revision_id);
+
+-- The gate's doubts about its judge (contract section 15): each llm_judge criterion a completed
+-- run graded whose agreement with people is too low or too little known, in words. Decided
+-- once, when the run completes; NULL before.
+ALTER TABLE eval_runs ADD COLUMN judge_warnings jsonb;
