@@ -6,13 +6,14 @@ from litestar import Controller, get
 from litestar.params import FromPath
 
 from agentlasso.db.judge_agreement import Disagreement
-from agentlasso.domain.judge_agreement import KAPPA_CI_METHOD
+from agentlasso.domain.judge_agreement import KAPPA_CI_METHOD, Agreement, Confusion
 from agentlasso.http.auth import PlatformDep, ProjectId
 from agentlasso.http.pagination import parse_id
 from agentlasso.schemas.judge_agreement import (
     ConfusionOut,
     CriterionAgreementOut,
     DisagreementOut,
+    EarlierAgreementOut,
     JudgeAgreementOut,
 )
 from agentlasso.services import judge_agreement as service
@@ -52,15 +53,30 @@ def criterion_out(found: service.CriterionAgreement) -> CriterionAgreementOut:
         judge_pass_rate=figures.judge_pass_rate,
         true_positive_rate=figures.true_positive_rate,
         true_negative_rate=figures.true_negative_rate,
-        confusion=ConfusionOut(
-            both_passed=counts.both_passed,
-            both_failed=counts.both_failed,
-            judge_passed_human_failed=counts.judge_passed_human_failed,
-            judge_failed_human_passed=counts.judge_failed_human_passed,
-        ),
+        confusion=_confusion_out(figures.confusion),
         disagreements=[_disagreement_out(each) for each in found.disagreements],
         self_consistency=found.self_consistency,
         reviewer_agreement=found.reviewer_agreement,
+        earlier_revisions=None if found.earlier is None else _earlier_out(found.earlier),
+    )
+
+
+def _confusion_out(confusion: Confusion) -> ConfusionOut:
+    return ConfusionOut(
+        both_passed=confusion.both_passed,
+        both_failed=confusion.both_failed,
+        judge_passed_human_failed=confusion.judge_passed_human_failed,
+        judge_failed_human_passed=confusion.judge_failed_human_passed,
+    )
+
+
+def _earlier_out(figures: Agreement) -> EarlierAgreementOut:
+    return EarlierAgreementOut(
+        labelled=figures.labelled,
+        agreement=figures.agreement,
+        cohen_kappa=figures.cohen_kappa,
+        kappa_ci95=figures.kappa_ci95,
+        confusion=_confusion_out(figures.confusion),
     )
 
 

@@ -30,8 +30,9 @@ WITH voted AS (
            (array_agg(l.item_id))[1] AS item_id,
            string_agg(l.note, ' / ' ORDER BY l.created_at) AS notes
     FROM review_check_labels l
-    JOIN test_cases c ON c.id = l.test_case_id AND c.current_revision_id = l.revision_id
+    JOIN test_cases c ON c.id = l.test_case_id
     WHERE l.project_id = $1 AND l.dataset_id = $2 AND l.judge_passed IS NOT NULL
+      AND (c.current_revision_id = l.revision_id) = $3
     GROUP BY l.kind, l.criterion, l.check_id, l.run_id, l.test_case_id, l.trial
 )
 """
@@ -66,7 +67,7 @@ FROM (
     SELECT *, row_number() OVER (PARTITION BY kind, criterion ORDER BY labelled_at DESC) AS n
     FROM voted WHERE 2 * yes <> votes AND (2 * yes > votes) <> judge_passed
 ) d
-WHERE n <= $3
+WHERE n <= $4
 ORDER BY kind DESC, criterion, labelled_at DESC
 """
 )
@@ -116,10 +117,11 @@ class Disagreement(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def criterion_counts(
-    executor: Executor, project_id: UUID, dataset_id: UUID
+    executor: Executor, project_id: UUID, dataset_id: UUID, *, current: bool = True
 ) -> list[CriterionCounts]:
-    """Every judged criterion of the dataset that has labels on a current revision."""
-    rows = await executor.fetch(_COUNTS, project_id, dataset_id)
+    """Every judged criterion of the dataset that has labels on a case's current revision (or,
+    `current=False`, on an earlier revision: before the case last changed)."""
+    rows = await executor.fetch(_COUNTS, project_id, dataset_id, current)
     return [CriterionCounts(**{**row, "check_ids": tuple(row["check_ids"])}) for row in rows]
 
 
@@ -127,5 +129,5 @@ async def disagreements(
     executor: Executor, project_id: UUID, dataset_id: UUID, per_criterion: int
 ) -> list[Disagreement]:
     """The newest disagreements of each criterion, at most `per_criterion` of each."""
-    rows = await executor.fetch(_DISAGREEMENTS, project_id, dataset_id, per_criterion)
+    rows = await executor.fetch(_DISAGREEMENTS, project_id, dataset_id, True, per_criterion)
     return [Disagreement(**row) for row in rows]

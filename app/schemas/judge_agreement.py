@@ -37,6 +37,17 @@ class DisagreementOut(msgspec.Struct, kw_only=True):
     review_url: str
 
 
+class EarlierAgreementOut(msgspec.Struct, kw_only=True):
+    """The criterion's figures over labels given before its cases last changed (new
+    calibration examples, say): the agreement before, beside the current figures."""
+
+    labelled: int
+    agreement: float | None
+    cohen_kappa: float | None
+    kappa_ci95: tuple[float, float] | None
+    confusion: ConfusionOut
+
+
 class CriterionAgreementOut(msgspec.Struct, kw_only=True):
     """One judged criterion: an llm_judge criterion (by its text) or the expectation.
 
@@ -61,6 +72,7 @@ class CriterionAgreementOut(msgspec.Struct, kw_only=True):
     disagreements: list[DisagreementOut]
     self_consistency: float | None
     reviewer_agreement: float | None
+    earlier_revisions: EarlierAgreementOut | None
 
 
 class JudgeAgreementOut(msgspec.Struct, kw_only=True):

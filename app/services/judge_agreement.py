@@ -8,6 +8,7 @@ people on one result (pooled).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from uuid import UUID
 
 import msgspec
@@ -28,6 +29,9 @@ class CriterionAgreement(msgspec.Struct, frozen=True, kw_only=True):
 
     counts: CriterionCounts
     figures: Agreement
+    # The same criterion's figures over labels given on earlier revisions of its cases (before
+    # they last changed); None when there are none.
+    earlier: Agreement | None
     disagreements: tuple[Disagreement, ...]
     # Share of agreeing pairs of the judge's samples of one reply; None without samples.
     self_consistency: float | None
@@ -39,25 +43,63 @@ def _share(agreed: int, pairs: int) -> float | None:
     return None if pairs == 0 else agreed / pairs
 
 
+Key = tuple[str, str | None]
+
+
+def _by_key(counted: list[CriterionCounts]) -> dict[Key, CriterionCounts]:
+    return {(counts.kind, counts.criterion): counts for counts in counted}
+
+
+def _in_order(keys: Iterable[Key]) -> list[Key]:
+    """llm_judge criteria by their text, then the expectation."""
+    return sorted(set(keys), key=lambda key: (key[0] != "llm_judge", key[1] or ""))
+
+
 async def dataset_agreement(
     platform: Platform, project_id: UUID, dataset_id: UUID
 ) -> list[CriterionAgreement]:
-    """Every judged criterion of the dataset with labels on a current revision; NotFound for
-    another project's dataset."""
+    """Every judged criterion of the dataset with labels, on its cases' current revisions and
+    on earlier ones (before the cases last changed: new calibration examples, say); NotFound
+    for another project's dataset."""
     if await dataset_rows.get_dataset(platform.pool, project_id, dataset_id) is None:
         raise NotFound("No dataset with this id in your project.")
-    counted = await rows.criterion_counts(platform.pool, project_id, dataset_id)
-    differing = await rows.disagreements(platform.pool, project_id, dataset_id, DISAGREEMENTS_SHOWN)
-    by_criterion: dict[tuple[str, str | None], list[Disagreement]] = {}
+    pool = platform.pool
+    current = _by_key(await rows.criterion_counts(pool, project_id, dataset_id))
+    earlier = _by_key(await rows.criterion_counts(pool, project_id, dataset_id, current=False))
+    differing = await rows.disagreements(pool, project_id, dataset_id, DISAGREEMENTS_SHOWN)
+    by_criterion: dict[Key, list[Disagreement]] = {}
     for found in differing:
         by_criterion.setdefault((found.kind, found.criterion), []).append(found)
-    return [
-        CriterionAgreement(
-            counts=counts,
-            figures=agreement_figures(counts.confusion()),
-            disagreements=tuple(by_criterion.get((counts.kind, counts.criterion), ())),
-            self_consistency=counts.self_consistency,
-            reviewer_agreement=_share(counts.reviewer_pairs_agreed, counts.reviewer_pairs),
+    found_criteria = []
+    for key in _in_order([*current, *earlier]):
+        before = earlier.get(key)
+        counts = current.get(key) or no_labels(before)
+        found_criteria.append(
+            CriterionAgreement(
+                counts=counts,
+                figures=agreement_figures(counts.confusion()),
+                earlier=None if before is None else agreement_figures(before.confusion()),
+                disagreements=tuple(by_criterion.get(key, ())),
+                self_consistency=counts.self_consistency,
+                reviewer_agreement=_share(counts.reviewer_pairs_agreed, counts.reviewer_pairs),
+            )
         )
-        for counts in counted
-    ]
+    return found_criteria
+
+
+def no_labels(earlier: CriterionCounts | None) -> CriterionCounts:
+    """A criterion labelled only on earlier revisions, as its current revisions count it."""
+    assert earlier is not None, "a criterion is listed because some revision has labels"
+    return CriterionCounts(
+        kind=earlier.kind,
+        criterion=earlier.criterion,
+        check_ids=earlier.check_ids,
+        both_passed=0,
+        both_failed=0,
+        judge_passed_human_failed=0,
+        judge_failed_human_passed=0,
+        ties=0,
+        reviewer_pairs=0,
+        reviewer_pairs_agreed=0,
+        self_consistency=None,
+    )

@@ -21,7 +21,7 @@ from agentlasso.domain.test_cases import TestCase, TestCaseContent
 from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound
 from agentlasso.services import review
 from agentlasso.services.platform import Platform
-from agentlasso.services.test_cases import update_test_case
+from agentlasso.services.test_cases import get_test_case, update_test_case
 
 _NO_SUCH_CHECK = "This test case has no AI-judge check with this id."
 
@@ -83,6 +83,8 @@ async def add_example(
     """Add the labelled result (a review item), with the verdict and note, as an example of the
     case's llm_judge check; the case as its new revision."""
     item_id, verdict, note = labelled
+    # Another project's case is a 404 before anything about the result is said.
+    await get_test_case(platform, project_id, test_case_id)
     reply = await _labelled_reply(platform, project_id, test_case_id, item_id)
     example = JudgeExample(reply=reply, verdict=verdict, note=note)
     case, _ = await update_test_case(

@@ -15,46 +15,23 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from agentlasso.config import Settings
 from agentlasso.domain.scopes import Scope
-from tests.support.api import FINAL, create_dataset, start_run, wait_final
 from tests.support.assertions import assert_problem
 from tests.support.databases import key_of_scope, new_project_key
-from tests.support.fake_anthropic import FAKE_API_KEY, FakeAnthropic, Request, failed, passed
-from tests.support.processes import WorkerProcesses, api_process
-
-CRITERION = "States the refund amount"
-# The fake judge says no to a reply carrying this, whatever it says: wrong on a known subset.
-JUDGE_SAYS_NO = "[judge-says-no]"
-RIGHT = "Your refund of 20 EUR is on its way."
-WRONGLY_FAILED = f"Your refund of 20 EUR is on its way. {JUDGE_SAYS_NO}"
-SHORT = "Your refund is on its way."
-
-
-def judge_by_marker(request: Request) -> Any:
-    """Fail a reply with the marker or without an amount; pass every other."""
-    text = request.prompt_text
-    reply_fails = JUDGE_SAYS_NO in text or "20 EUR" not in text
-    return (failed() if reply_fails else passed())(request)
+from tests.support.judged_runs import (
+    CRITERION,
+    RIGHT,
+    SHORT,
+    WRONGLY_FAILED,
+    judged_run,
+    judging_platform,
+)
 
 
 @pytest.fixture(scope="module")
 def judging_url(settings: Settings) -> Iterator[str]:
     """An API process and worker processes whose judge is the fake Anthropic, for the module."""
-    pool = WorkerProcesses(
-        settings.database_url, settings.redis_url, settings.queue_name, settings.secret_key or ""
-    )
-    with FakeAnthropic(default=judge_by_marker) as anthropic:
-        env = {
-            "AGENTLASSO_QUEUE": settings.queue_name,
-            "AGENTLASSO_SECRET_KEY": settings.secret_key or "",
-            "ANTHROPIC_API_KEY": FAKE_API_KEY,
-            "ANTHROPIC_BASE_URL": anthropic.base_url,
-        }
-        try:
-            with api_process(settings.database_url, settings.redis_url, env) as (url, _pid):
-                pool.start(extra_env=env)
-                yield url
-        finally:
-            pool.stop_all()
+    with judging_platform(settings) as (url, _anthropic):
+        yield url
 
 
 @pytest.fixture
@@ -68,30 +45,6 @@ async def api(base_url: str, database_url: str) -> AsyncIterator[httpx.AsyncClie
     key = await new_project_key(database_url)
     async with httpx.AsyncClient(base_url=base_url, headers={"x-api-key": key}, timeout=60) as http:
         yield http
-
-
-async def judged_run(api: httpx.AsyncClient, replies: list[str]) -> tuple[str, str, list[str]]:
-    """A CI run of one case per reply, each with the one criterion; the dataset, run and cases."""
-    dataset = await create_dataset(api)
-    ids = []
-    for index in range(len(replies)):
-        case = {
-            "input": f"refund {index}",
-            "checks": [{"type": "llm_judge", "criterion": CRITERION}],
-        }
-        created = await api.post(f"/api/v1/datasets/{dataset['id']}/test-cases", json=case)
-        assert created.status_code == 201, created.text
-        ids.append(created.json()["id"])
-    run = await start_run(api, dataset_id=dataset["id"])
-    pairs = zip(ids, replies, strict=True)
-    results = [{"test_case_id": case_id, "actual_output": reply} for case_id, reply in pairs]
-    posted = await api.post(
-        "/api/v1/eval-run-results", json={"run_id": run["run_id"], "results": results}
-    )
-    assert posted.status_code in (200, 202), posted.text
-    final = await wait_final(api, run["run_id"])
-    assert final["status"] in FINAL and final["status"] != "cancelled", final
-    return dataset["id"], run["run_id"], ids
 
 
 async def queue_of(api: httpx.AsyncClient, **query: str) -> dict[str, Any]:
