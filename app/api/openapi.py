@@ -134,6 +134,7 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "labelReviewItem": (*_BODY, 404),
     "getJudgeAgreement": (404,),
     "addJudgeExample": (*_BODY, 404, 409),
+    "createTestCaseFromReviewedTrace": (*_BODY, 404, 409),
 }
 
 

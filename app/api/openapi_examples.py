@@ -87,6 +87,7 @@ BODY_EXAMPLES: dict[str, Any] = {
         "verdict": "passed",
         "checks": [{"check_id": "c1", "verdict": "passed", "note": "It names the delay."}],
     },
+    "createTestCaseFromReviewedTrace": {"dataset_id": _SOME_ID},
     "addJudgeExample": {
         "result_ref": _SOME_ID,
         "verdict": "passed",

@@ -9,6 +9,7 @@ from litestar import Controller, get, post
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from agentlasso.api.run_results import stored_result_out
+from agentlasso.api.test_cases import case_out
 from agentlasso.domain.review import ReviewItem, ReviewLabel, ReviewStatus
 from agentlasso.errors import FieldError, InvalidInput
 from agentlasso.http.auth import CallerDep, PlatformDep, ProjectId
@@ -16,11 +17,13 @@ from agentlasso.http.pagination import (
     DEFAULT_LIMIT,
     Cursor,
     Limit,
+    body_id,
     decode_cursor,
     next_cursor,
     parse_id,
 )
 from agentlasso.schemas.review import (
+    CaseFromReviewedTrace,
     CheckLabelOut,
     Enqueued,
     LabelOut,
@@ -30,7 +33,9 @@ from agentlasso.schemas.review import (
     ReviewItemOut,
     ReviewItemPage,
 )
+from agentlasso.schemas.test_cases import TestCase
 from agentlasso.services import review as service
+from agentlasso.services import reviewed_traces
 
 AssigneeFilter = Annotated[
     str | None,
@@ -177,6 +182,24 @@ class ReviewItemController(Controller):
         await service.record_label(platform, project_id, caller, found, posted)
         item = await service.get_item(platform, project_id, found)
         return await _item_in_full(platform, item)
+
+    @post("/{item_id:str}/test-case", operation_id="createTestCaseFromReviewedTrace")
+    async def test_case(
+        self,
+        platform: PlatformDep,
+        project_id: ProjectId,
+        item_id: FromPath[str],
+        data: JSONBody[CaseFromReviewedTrace],
+    ) -> TestCase:
+        """A test case of a reviewed trace, expecting the reply its reviewer corrected or
+        passed."""
+        case = await reviewed_traces.case_from_reviewed_trace(
+            platform,
+            project_id,
+            parse_id(item_id, "review item"),
+            body_id(data.dataset_id, "/dataset_id", "dataset"),
+        )
+        return case_out(case)
 
 
 async def _assignee_filter(

@@ -165,6 +165,11 @@ API_RULES: Final = _rules(
         "GET /api/v1/review-items": (READ, "viewer", "listing the review queue"),
         "GET /api/v1/review-items/{item_id}": (READ, "viewer", "reading a review item"),
         "POST /api/v1/review-items/{item_id}/labels": (ADMIN, "member", "labelling a review item"),
+        "POST /api/v1/review-items/{item_id}/test-case": (
+            ADMIN,
+            "member",
+            "making a test case of a reviewed trace",
+        ),
         "POST /api/v1/test-cases/{test_case_id}/checks/{check_id}/examples": (
             ADMIN,
             "member",

@@ -121,3 +121,9 @@ class ExamplePost(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     result_ref: UUID
     verdict: Verdict
     note: Annotated[str, msgspec.Meta(max_length=MAX_EXAMPLE_NOTE_CHARS)] | None = None
+
+
+class CaseFromReviewedTrace(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The dataset a reviewed trace's test case goes into."""
+
+    dataset_id: str

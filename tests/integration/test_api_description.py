@@ -104,6 +104,7 @@ def test_created_objects_link_to_what_takes_them(description: dict[str, Any]) ->
     assert on_objects - reached == {
         "getTrace", "createTestCaseFromTrace", "getTraceConversation",
         "createTestCaseFromConversation", "getReviewItem", "labelReviewItem",
+        "createTestCaseFromReviewedTrace",
     }  # fmt: skip
 
 

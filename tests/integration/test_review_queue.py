@@ -14,7 +14,9 @@ import pytest_asyncio
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from agentlasso.config import Settings
+from agentlasso.db.pool import create_pool
 from agentlasso.domain.scopes import Scope
+from agentlasso_workers.trace_reading import read_waiting_traces
 from tests.support.assertions import assert_problem
 from tests.support.databases import key_of_scope, new_project_key
 from tests.support.judged_runs import (
@@ -25,6 +27,7 @@ from tests.support.judged_runs import (
     judged_run,
     judging_platform,
 )
+from tests.support.otlp import protobuf_request, refund_conversation
 
 
 @pytest.fixture(scope="module")
@@ -196,3 +199,49 @@ async def test_bad_labels_and_queues_are_refused_naming_the_field(
         assert (
             await stranger.post("/api/v1/review-items", json={"run_id": run_id})
         ).status_code == 404
+
+
+async def a_stored_trace(api: httpx.AsyncClient, database_url: str) -> tuple[str, str]:
+    """A trace exported over OTLP and read (as a worker reads it); its id and its reply."""
+    spans = refund_conversation()
+    exported = await api.post(
+        "/v1/traces",
+        content=protobuf_request(spans),
+        headers={"content-type": "application/x-protobuf"},
+    )
+    assert exported.status_code == 200, exported.text
+    pool = await create_pool(database_url, min_size=1, max_size=2, acquire_timeout_s=10)
+    try:
+        await read_waiting_traces(pool)
+    finally:
+        await pool.close()
+    trace = (await api.get(f"/api/v1/traces/{spans[0].trace_id}")).json()
+    return spans[0].trace_id, trace["output"]
+
+
+async def test_a_reviewed_trace_becomes_a_case_expecting_the_reviewers_reply(
+    api: httpx.AsyncClient, database_url: str
+) -> None:
+    trace_id, reply = await a_stored_trace(api, database_url)
+    queued = await api.post("/api/v1/review-items", json={"trace_ids": [trace_id]})
+    assert queued.json() == {"enqueued": 1}
+    (item,) = (await queue_of(api))["items"]
+    assert (item["kind"], item["trace_id"]) == ("trace", trace_id)
+    labels = f"/api/v1/review-items/{item['id']}/labels"
+    no_checks = {"checks": [{"check_id": "c1", "verdict": "passed"}]}
+    assert_problem(await api.post(labels, json=no_checks), 422, pointer="/checks")
+    dataset = (await api.post("/api/v1/datasets", json={"name": "from review"})).json()
+    make = f"/api/v1/review-items/{item['id']}/test-case"
+    # Not reviewed yet: nothing to expect.
+    assert (await api.post(make, json={"dataset_id": dataset["id"]})).status_code == 409
+
+    assert (await api.post(labels, json={"verdict": "passed"})).status_code == 201
+    passed = await api.post(make, json={"dataset_id": dataset["id"]})
+    assert passed.status_code == 201, passed.text
+    assert passed.json()["expected_output"] == reply
+    assert passed.json()["source_trace_id"] == trace_id
+
+    corrected = "I have refunded order 1234: the money is back within 3 business days."
+    await api.post(labels, json={"verdict": "failed", "corrected_output": corrected})
+    fixed = await api.post(make, json={"dataset_id": dataset["id"]})
+    assert fixed.status_code == 201 and fixed.json()["expected_output"] == corrected
