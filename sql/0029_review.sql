@@ -71,7 +71,36 @@ CREATE TABLE review_check_labels (
     FOREIGN KEY (item_id, reviewer) REFERENCES review_labels (item_id, reviewer) ON DELETE CASCADE,
     CONSTRAINT review_check_labels_kind_check CHECK (kind IN ('llm_judge', 'expectation'))
 );
-CREATE INDEX review_check_labels_dataset_idx ON review_check_labels (dataset_id, revision_id);
+
+-- People's votes on one judged check of one result, kept as labels are saved (under the item's
+-- row lock): the judge's agreement with people is then one aggregate over a row per result,
+-- however many people labelled it.
+CREATE TABLE review_votes (
+    item_id         uuid NOT NULL REFERENCES review_items (id) ON DELETE CASCADE,
+    check_id        text NOT NULL,
+    project_id      uuid NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+    dataset_id      uuid NOT NULL,
+    test_case_id    uuid NOT NULL,
+    revision_id     uuid NOT NULL,
+    run_id          uuid NOT NULL,
+    trial           integer NOT NULL,
+    kind            text NOT NULL,
+    criterion       text,
+    judge_passed    boolean,
+    -- How many people passed it, of how many labelled it.
+    yes             integer NOT NULL,
+    votes           integer NOT NULL,
+    samples         integer NOT NULL,
+    samples_passed  integer NOT NULL,
+    labelled_at     timestamptz NOT NULL,
+    notes           text,
+    PRIMARY KEY (item_id, check_id)
+);
+CREATE INDEX review_votes_dataset_idx ON review_votes (dataset_id);
+-- A criterion's newest disagreements (the judge against people's majority), read first.
+CREATE INDEX review_votes_disagreements_idx
+    ON review_votes (dataset_id, kind, coalesce(criterion, ''), labelled_at DESC)
+    WHERE judge_passed IS NOT NULL AND 2 * yes <> votes AND (2 * yes > votes) <> judge_passed;
 
 -- The gate's doubts about its judge (contract section 15): each llm_judge criterion a completed
 -- run graded whose agreement with people is too low or too little known, in words. Decided

@@ -407,7 +407,6 @@ CREATE TABLE review_check_labels (
     CONSTRAINT review_check_labels_pkey PRIMARY KEY (item_id, reviewer, check_id),
     CONSTRAINT review_check_labels_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
 );
-CREATE INDEX review_check_labels_dataset_idx ON review_check_labels USING btree (dataset_id, revision_id);
 
 CREATE TABLE review_items (
     id uuid NOT NULL,
@@ -443,6 +442,31 @@ CREATE TABLE review_labels (
     CONSTRAINT review_labels_item_id_fkey FOREIGN KEY (item_id) REFERENCES review_items(id) ON DELETE CASCADE,
     CONSTRAINT review_labels_pkey PRIMARY KEY (item_id, reviewer)
 );
+
+CREATE TABLE review_votes (
+    item_id uuid NOT NULL,
+    check_id text NOT NULL,
+    project_id uuid NOT NULL,
+    dataset_id uuid NOT NULL,
+    test_case_id uuid NOT NULL,
+    revision_id uuid NOT NULL,
+    run_id uuid NOT NULL,
+    trial integer NOT NULL,
+    kind text NOT NULL,
+    criterion text,
+    judge_passed boolean,
+    yes integer NOT NULL,
+    votes integer NOT NULL,
+    samples integer NOT NULL,
+    samples_passed integer NOT NULL,
+    labelled_at timestamp with time zone NOT NULL,
+    notes text,
+    CONSTRAINT review_votes_item_id_fkey FOREIGN KEY (item_id) REFERENCES review_items(id) ON DELETE CASCADE,
+    CONSTRAINT review_votes_pkey PRIMARY KEY (item_id, check_id),
+    CONSTRAINT review_votes_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
+);
+CREATE INDEX review_votes_dataset_idx ON review_votes USING btree (dataset_id);
+CREATE INDEX review_votes_disagreements_idx ON review_votes USING btree (dataset_id, kind, COALESCE(criterion, ''::text), labelled_at DESC) WHERE ((judge_passed IS NOT NULL) AND ((2 * yes) <> votes) AND (((2 * yes) > votes) <> judge_passed));
 
 CREATE TABLE run_chunks (
     run_id uuid NOT NULL,

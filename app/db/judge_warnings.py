@@ -31,6 +31,6 @@ async def store_for_run(connection: Connection, run: Run) -> None:
     figures: dict[str, Agreement] = {}
     if criteria:
         for counts in await criterion_counts(connection, run.project_id, run.dataset_id):
-            if counts.kind == "llm_judge" and counts.criterion is not None:
+            if counts.current and counts.kind == "llm_judge" and counts.criterion is not None:
                 figures[counts.criterion] = agreement_figures(counts.confusion())
     await connection.execute(_STORE, run.id, judge_warnings(criteria, figures))

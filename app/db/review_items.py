@@ -89,6 +89,31 @@ INSERT INTO review_check_labels (
     trial, kind, criterion, human_passed, judge_passed, judge_samples, judge_samples_passed, note
 ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 """
+# The item's judged checks' votes, recounted from its labels (the caller holds the item's row).
+_RECOUNT_VOTES = """
+WITH counted AS (
+    SELECT item_id, check_id, project_id, dataset_id, test_case_id, revision_id, run_id, trial,
+           kind, criterion, bool_and(judge_passed) AS judge_passed,
+           count(*) FILTER (WHERE human_passed) AS yes, count(*) AS votes,
+           max(judge_samples) AS samples, max(judge_samples_passed) AS samples_passed,
+           max(created_at) AS labelled_at, string_agg(note, ' / ' ORDER BY created_at) AS notes
+    FROM review_check_labels WHERE item_id = $1
+    GROUP BY item_id, check_id, project_id, dataset_id, test_case_id, revision_id, run_id,
+             trial, kind, criterion
+), gone AS (
+    DELETE FROM review_votes v
+    WHERE v.item_id = $1 AND NOT EXISTS (SELECT 1 FROM counted c WHERE c.check_id = v.check_id)
+)
+INSERT INTO review_votes (
+    item_id, check_id, project_id, dataset_id, test_case_id, revision_id, run_id, trial, kind,
+    criterion, judge_passed, yes, votes, samples, samples_passed, labelled_at, notes
+)
+SELECT * FROM counted
+ON CONFLICT (item_id, check_id) DO UPDATE SET
+    yes = EXCLUDED.yes, votes = EXCLUDED.votes, labelled_at = EXCLUDED.labelled_at,
+    notes = EXCLUDED.notes
+"""
+_LOCK_ITEM = "SELECT 1 FROM review_items WHERE id = $1 FOR UPDATE"
 # The assignee's label finishes an assigned item; anyone's an unassigned one.
 _MARK_DONE = """
 UPDATE review_items SET done_at = now()
@@ -195,6 +220,8 @@ async def save_label(
     corrected output), and each judged check's (what the judge said, the person's verdict,
     note)."""
     verdict, note, corrected = label
+    # One writer of an item's labels at a time, so its votes count every person's.
+    await connection.execute(_LOCK_ITEM, item.id)
     await connection.execute(
         _UPSERT_LABEL, item.id, reviewer.key, reviewer.name, verdict, note, corrected
     )
@@ -224,6 +251,7 @@ async def save_label(
                 for judged, human_passed, check_note in checks
             ],
         )
+    await connection.execute(_RECOUNT_VOTES, item.id)
     await connection.execute(_MARK_DONE, item.id, user_id)
 
 

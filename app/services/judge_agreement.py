@@ -64,14 +64,18 @@ async def dataset_agreement(
     if await dataset_rows.get_dataset(platform.pool, project_id, dataset_id) is None:
         raise NotFound("No dataset with this id in your project.")
     pool = platform.pool
-    current = _by_key(await rows.criterion_counts(pool, project_id, dataset_id))
-    earlier = _by_key(await rows.criterion_counts(pool, project_id, dataset_id, current=False))
-    differing = await rows.disagreements(pool, project_id, dataset_id, DISAGREEMENTS_SHOWN)
+    counted = await rows.criterion_counts(pool, project_id, dataset_id)
+    current = _by_key([counts for counts in counted if counts.current])
+    earlier = _by_key([counts for counts in counted if not counts.current])
+    keys = _in_order([*current, *earlier])
+    differing = await rows.disagreements(
+        pool, project_id, dataset_id, [key for key in keys if key in current], DISAGREEMENTS_SHOWN
+    )
     by_criterion: dict[Key, list[Disagreement]] = {}
     for found in differing:
         by_criterion.setdefault((found.kind, found.criterion), []).append(found)
     found_criteria = []
-    for key in _in_order([*current, *earlier]):
+    for key in keys:
         before = earlier.get(key)
         counts = current.get(key) or no_labels(before)
         found_criteria.append(
@@ -93,6 +97,7 @@ def no_labels(earlier: CriterionCounts | None) -> CriterionCounts:
     return CriterionCounts(
         kind=earlier.kind,
         criterion=earlier.criterion,
+        current=True,
         check_ids=earlier.check_ids,
         both_passed=0,
         both_failed=0,
@@ -102,4 +107,5 @@ def no_labels(earlier: CriterionCounts | None) -> CriterionCounts:
         reviewer_pairs=0,
         reviewer_pairs_agreed=0,
         self_consistency=None,
+        sampled=0,
     )
