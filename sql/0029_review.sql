@@ -80,8 +80,11 @@ CREATE TABLE review_votes (
     check_id        text NOT NULL,
     project_id      uuid NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
     dataset_id      uuid NOT NULL,
-    test_case_id    uuid NOT NULL,
+    -- A deleted case's votes go with it (its labels stay readable on their items).
+    test_case_id    uuid NOT NULL REFERENCES test_cases (id) ON DELETE CASCADE,
     revision_id     uuid NOT NULL,
+    -- Whether the labelled revision is the case's current one (kept so by the trigger below).
+    current         boolean NOT NULL,
     run_id          uuid NOT NULL,
     trial           integer NOT NULL,
     kind            text NOT NULL,
@@ -97,10 +100,27 @@ CREATE TABLE review_votes (
     PRIMARY KEY (item_id, check_id)
 );
 CREATE INDEX review_votes_dataset_idx ON review_votes (dataset_id);
--- A criterion's newest disagreements (the judge against people's majority), read first.
+CREATE INDEX review_votes_case_idx ON review_votes (test_case_id);
+-- A criterion's newest disagreements on current revisions (the judge against people's
+-- majority), read first.
 CREATE INDEX review_votes_disagreements_idx
     ON review_votes (dataset_id, kind, coalesce(criterion, ''), labelled_at DESC)
-    WHERE judge_passed IS NOT NULL AND 2 * yes <> votes AND (2 * yes > votes) <> judge_passed;
+    WHERE current AND judge_passed IS NOT NULL AND 2 * yes <> votes
+        AND (2 * yes > votes) <> judge_passed;
+
+-- An edited case's votes stop counting as current (and a restored revision's start again):
+-- whatever writes the new revision, the votes follow it.
+CREATE FUNCTION review_votes_follow_revision() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE review_votes SET current = (revision_id = NEW.current_revision_id)
+    WHERE test_case_id = NEW.id AND current <> (revision_id = NEW.current_revision_id);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER review_votes_follow_revision
+    AFTER UPDATE OF current_revision_id ON test_cases
+    FOR EACH ROW WHEN (OLD.current_revision_id IS DISTINCT FROM NEW.current_revision_id)
+    EXECUTE FUNCTION review_votes_follow_revision();
 
 -- The gate's doubts about its judge (contract section 15): each llm_judge criterion a completed
 -- run graded whose agreement with people is too low or too little known, in words. Decided

@@ -450,6 +450,7 @@ CREATE TABLE review_votes (
     dataset_id uuid NOT NULL,
     test_case_id uuid NOT NULL,
     revision_id uuid NOT NULL,
+    current boolean NOT NULL,
     run_id uuid NOT NULL,
     trial integer NOT NULL,
     kind text NOT NULL,
@@ -463,10 +464,12 @@ CREATE TABLE review_votes (
     notes text,
     CONSTRAINT review_votes_item_id_fkey FOREIGN KEY (item_id) REFERENCES review_items(id) ON DELETE CASCADE,
     CONSTRAINT review_votes_pkey PRIMARY KEY (item_id, check_id),
-    CONSTRAINT review_votes_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE
+    CONSTRAINT review_votes_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
+    CONSTRAINT review_votes_test_case_id_fkey FOREIGN KEY (test_case_id) REFERENCES test_cases(id) ON DELETE CASCADE
 );
+CREATE INDEX review_votes_case_idx ON review_votes USING btree (test_case_id);
 CREATE INDEX review_votes_dataset_idx ON review_votes USING btree (dataset_id);
-CREATE INDEX review_votes_disagreements_idx ON review_votes USING btree (dataset_id, kind, COALESCE(criterion, ''::text), labelled_at DESC) WHERE ((judge_passed IS NOT NULL) AND ((2 * yes) <> votes) AND (((2 * yes) > votes) <> judge_passed));
+CREATE INDEX review_votes_disagreements_idx ON review_votes USING btree (dataset_id, kind, COALESCE(criterion, ''::text), labelled_at DESC) WHERE (current AND (judge_passed IS NOT NULL) AND ((2 * yes) <> votes) AND (((2 * yes) > votes) <> judge_passed));
 
 CREATE TABLE run_chunks (
     run_id uuid NOT NULL,
@@ -614,6 +617,7 @@ CREATE TABLE test_cases (
 CREATE INDEX test_cases_current_revision_idx ON test_cases USING btree (current_revision_id);
 CREATE INDEX test_cases_dataset_seq_idx ON test_cases USING btree (dataset_id, seq);
 CREATE INDEX test_cases_source_trace_idx ON test_cases USING btree (source_trace_id) WHERE (source_trace_id IS NOT NULL);
+CREATE TRIGGER review_votes_follow_revision AFTER UPDATE OF current_revision_id ON test_cases FOR EACH ROW WHEN ((old.current_revision_id IS DISTINCT FROM new.current_revision_id)) EXECUTE FUNCTION review_votes_follow_revision();
 
 CREATE TABLE trace_batches (
     id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,

@@ -20,7 +20,7 @@ from agentlasso.domain.review import JudgedKind
 
 # review_votes holds a row per labelled (result, judged check), recounted as labels are saved.
 _COUNTS = """
-SELECT v.kind, v.criterion, (c.current_revision_id = v.revision_id) AS current, v.check_id,
+SELECT v.kind, v.criterion, v.current, v.check_id,
        count(*) FILTER (WHERE 2 * v.yes > v.votes AND v.judge_passed) AS both_passed,
        count(*) FILTER (WHERE 2 * v.yes < v.votes AND NOT v.judge_passed) AS both_failed,
        count(*) FILTER (WHERE 2 * v.yes < v.votes AND v.judge_passed)
@@ -39,7 +39,7 @@ SELECT v.kind, v.criterion, (c.current_revision_id = v.revision_id) AS current, 
            ::double precision / nullif(v.samples * (v.samples - 1), 0)
        ) FILTER (WHERE v.samples >= 2) AS self_consistency,
        count(*) FILTER (WHERE v.samples >= 2) AS sampled
-FROM review_votes v JOIN test_cases c ON c.id = v.test_case_id
+FROM review_votes v
 WHERE v.project_id = $1 AND v.dataset_id = $2 AND v.judge_passed IS NOT NULL
 GROUP BY 1, 2, 3, 4
 """
@@ -53,10 +53,7 @@ CROSS JOIN LATERAL (
     WHERE v.dataset_id = $2 AND v.project_id = $1
       AND v.kind = k.kind AND coalesce(v.criterion, '') = k.criterion
       AND v.judge_passed IS NOT NULL AND 2 * v.yes <> v.votes
-      AND (2 * v.yes > v.votes) <> v.judge_passed
-      -- Asked row by row, newest first, so the scan stops at the limit.
-      AND (SELECT c.current_revision_id FROM test_cases c WHERE c.id = v.test_case_id)
-          = v.revision_id
+      AND (2 * v.yes > v.votes) <> v.judge_passed AND v.current
     ORDER BY v.labelled_at DESC
     LIMIT $5
 ) d

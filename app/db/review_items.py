@@ -106,14 +106,17 @@ WITH counted AS (
 )
 INSERT INTO review_votes (
     item_id, check_id, project_id, dataset_id, test_case_id, revision_id, run_id, trial, kind,
-    criterion, judge_passed, yes, votes, samples, samples_passed, labelled_at, notes
+    criterion, judge_passed, yes, votes, samples, samples_passed, labelled_at, notes, current
 )
-SELECT * FROM counted
+SELECT counted.*, counted.revision_id = $2 FROM counted
 ON CONFLICT (item_id, check_id) DO UPDATE SET
     yes = EXCLUDED.yes, votes = EXCLUDED.votes, labelled_at = EXCLUDED.labelled_at,
-    notes = EXCLUDED.notes
+    notes = EXCLUDED.notes, current = EXCLUDED.current
 """
 _LOCK_ITEM = "SELECT 1 FROM review_items WHERE id = $1 FOR UPDATE"
+# Held until the labels are stored, so an edit of the case cannot slip between reading its
+# current revision and the votes that say whether they are of it.
+_CURRENT_REVISION = "SELECT current_revision_id FROM test_cases WHERE id = $1 FOR SHARE"
 # The assignee's label finishes an assigned item; anyone's an unassigned one.
 _MARK_DONE = """
 UPDATE review_items SET done_at = now()
@@ -251,7 +254,9 @@ async def save_label(
                 for judged, human_passed, check_note in checks
             ],
         )
-    await connection.execute(_RECOUNT_VOTES, item.id)
+    current = await connection.fetchval(_CURRENT_REVISION, item.test_case_id)
+    if current is not None:  # a deleted case's labels are kept on the item, counted nowhere
+        await connection.execute(_RECOUNT_VOTES, item.id, current)
     await connection.execute(_MARK_DONE, item.id, user_id)
 
 

@@ -85,10 +85,11 @@ WHERE i.dataset_id = $1
 _VOTES = """
 INSERT INTO review_votes (
     item_id, check_id, project_id, dataset_id, test_case_id, revision_id, run_id, trial, kind,
-    criterion, judge_passed, yes, votes, samples, samples_passed, labelled_at, notes)
+    criterion, judge_passed, yes, votes, samples, samples_passed, labelled_at, notes, current)
 SELECT item_id, check_id, project_id, dataset_id, test_case_id, revision_id, run_id, trial,
        kind, criterion, bool_and(judge_passed), count(*) FILTER (WHERE human_passed), count(*),
-       max(judge_samples), max(judge_samples_passed), max(created_at), string_agg(note, ' / ')
+       max(judge_samples), max(judge_samples_passed), max(created_at), string_agg(note, ' / '),
+       true
 FROM review_check_labels WHERE dataset_id = $1
 GROUP BY item_id, check_id, project_id, dataset_id, test_case_id, revision_id, run_id, trial,
          kind, criterion
