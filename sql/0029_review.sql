@@ -126,3 +126,9 @@ CREATE TRIGGER review_votes_follow_revision
 -- run graded whose agreement with people is too low or too little known, in words. Decided
 -- once, when the run completes; NULL before.
 ALTER TABLE eval_runs ADD COLUMN judge_warnings jsonb;
+
+-- A project may make the failures of an AI-judge criterion people disagree with (kappa under
+-- 0.6 over 20 labels or more) count as not graded: an explicit setting, off by default. A run
+-- takes the doubted criteria (with why, in words) when it starts.
+ALTER TABLE projects ADD COLUMN doubted_judge_not_graded boolean NOT NULL DEFAULT false;
+ALTER TABLE eval_runs ADD COLUMN doubted_criteria jsonb;

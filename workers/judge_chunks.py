@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from agentlasso.db import case_results
+from agentlasso.db import case_results, judge_warnings
 from agentlasso.db import chunks as chunk_rows
 from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import runs as run_rows
@@ -64,13 +64,18 @@ async def _judge_results(
         server_key=await state.judge_clients.uses_server_key(run.project_id),
     )  # fmt: skip
     tools = await run_rows.declared_tools(state.pool, run.id)
+    doubted = await judge_warnings.doubted_criteria(state.pool, run.id)
     # The first case alone: if the judge's key is refused, the rest are not sent at all.
     budget_s = state.settings.grading_budget_s
     judged = [
-        await _judge_one(judge, case, context, judging, budget_s, tools) for case in waiting[:1]
+        await _judge_one(judge, case, context, judging, (budget_s, tools, doubted))
+        for case in waiting[:1]
     ]
     judged += await asyncio.gather(
-        *(_judge_one(judge, case, context, judging, budget_s, tools) for case in waiting[1:])
+        *(
+            _judge_one(judge, case, context, judging, (budget_s, tools, doubted))
+            for case in waiting[1:]
+        )
     )
     if judging.stopped is not None:
         state.judge_stopped[run.id] = judging.stopped
@@ -82,9 +87,9 @@ async def _judge_one(
     case: AwaitingJudge,
     context: dict[str, Any] | None,
     judging: RunJudging,
-    budget_s: float,
-    tools: DeclaredTools | None,
+    grading: tuple[float, DeclaredTools | None, dict[str, str]],
 ) -> JudgedResult:
+    budget_s, tools, doubted = grading
     answer = recording.stored_answer(case)
     # A conversation's requests carry the transcript and reply they judge.
     observation = answer if isinstance(answer, Observation) else whole_observation(answer)
@@ -98,6 +103,10 @@ async def _judge_one(
         if record.refused:
             # Every later call would be refused the same way: this run judges no more.
             judging.stopped = verdict.not_graded_reason
+        reason = doubted.get(request.criterion) if request.kind == "llm_judge" else None
+        if reason is not None and verdict.passed is False:
+            # The project counts this criterion's failures as not graded (section 15).
+            verdict = JudgeVerdict.unavailable(reason)
         verdicts[request.check_id] = verdict
         records.append(record)
     result = await grade_off_loop(

@@ -25,6 +25,9 @@ class JudgeSettingsUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tr
 
     anthropic_api_key: ApiKey | msgspec.UnsetType | None = msgspec.UNSET
     model: Model | msgspec.UnsetType | None = msgspec.UNSET
+    # Failures of an AI-judge criterion people disagree with (kappa under 0.6 over 20 labels
+    # or more) count as not graded, in runs started after.
+    doubted_judge_not_graded: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class JudgeSettings(msgspec.Struct, kw_only=True):
@@ -35,6 +38,7 @@ class JudgeSettings(msgspec.Struct, kw_only=True):
     server_key_set: bool
     effective_model: str
     judge_configured: bool
+    doubted_judge_not_graded: bool
 
 
 def settings_out(view: service.JudgeSettingsView) -> JudgeSettings:

@@ -37,9 +37,12 @@ async def project_named(executor: Executor, name: str) -> UUID | None:
     return project_id
 
 
-_JUDGE = "SELECT judge_key_encrypted, judge_model FROM projects WHERE id = $1"
+_JUDGE = """
+SELECT judge_key_encrypted, judge_model, doubted_judge_not_graded FROM projects WHERE id = $1
+"""
 _SET_JUDGE = """
-UPDATE projects SET judge_key_encrypted = $2, judge_model = $3 WHERE id = $1
+UPDATE projects SET judge_key_encrypted = $2, judge_model = $3, doubted_judge_not_graded = $4
+WHERE id = $1
 """
 
 
@@ -48,12 +51,18 @@ async def judge_settings(executor: Executor, project_id: UUID) -> ProjectJudge:
     row = await executor.fetchrow(_JUDGE, project_id)
     if row is None:
         return ProjectJudge()
-    return ProjectJudge(key_encrypted=row["judge_key_encrypted"], model=row["judge_model"])
+    return ProjectJudge(
+        key_encrypted=row["judge_key_encrypted"],
+        model=row["judge_model"],
+        doubted_not_graded=row["doubted_judge_not_graded"],
+    )
 
 
 async def set_judge_settings(executor: Executor, project_id: UUID, judge: ProjectJudge) -> None:
     """Store the project's own judge key (sealed) and model."""
-    await executor.execute(_SET_JUDGE, project_id, judge.key_encrypted, judge.model)
+    await executor.execute(
+        _SET_JUDGE, project_id, judge.key_encrypted, judge.model, judge.doubted_not_graded
+    )
 
 
 # Only one of the project's own agents can be its default.

@@ -26,6 +26,7 @@ AuditAction = Literal[
     "judge_key.set",
     "judge_key.removed",
     "judge_model.changed",
+    "judge_doubt.changed",
     "dataset.deleted",
     "test_case.deleted",
     "trace_retention.changed",

@@ -48,6 +48,21 @@ def warning_for(criterion: str, figures: Agreement | None) -> str | None:
     return None
 
 
+def doubt_reason(criterion: str, figures: Agreement | None) -> str | None:
+    """Why a failure of this criterion is not graded where the project asks for that: people
+    disagree with the judge on it (kappa below MIN_KAPPA over MIN_LABELS or more); None when
+    they do not, or too few have said (a criterion nobody checked is warned of, not doubted)."""
+    if figures is None or figures.labelled < MIN_LABELS or figures.cohen_kappa is None:
+        return None
+    if figures.cohen_kappa >= MIN_KAPPA:
+        return None
+    return (
+        f"its failure is set aside by the project's setting, since the AI judge agrees with "
+        f"people on {_quoted(criterion)} at kappa {figures.cohen_kappa:.2f} over "
+        f"{figures.labelled} labelled results, below {MIN_KAPPA}."
+    )
+
+
 def judge_warnings(criteria: Iterable[str], figures: Mapping[str, Agreement]) -> list[str]:
     """A warning for each criterion (in order) whose judge the gate should doubt; past
     MAX_WARNINGS, one line says how many more."""

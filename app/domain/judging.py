@@ -62,6 +62,8 @@ class ProjectJudge(msgspec.Struct, frozen=True, kw_only=True):
 
     key_encrypted: bytes | None = None
     model: str | None = None
+    # A criterion people disagree with: its failures count as not graded (section 15).
+    doubted_not_graded: bool = False
 
 
 def judge_key_owner(project_id: UUID) -> bytes:

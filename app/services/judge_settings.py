@@ -33,6 +33,8 @@ class JudgeSettingsView(msgspec.Struct, frozen=True, kw_only=True):
     server_key_set: bool
     effective_model: str
     judge_configured: bool
+    # Failures of a criterion people disagree with count as not graded (default off).
+    doubted_judge_not_graded: bool
 
 
 async def get_judge_settings(platform: Platform, project_id: UUID) -> JudgeSettingsView:
@@ -55,6 +57,9 @@ async def update_judge_settings(
             updated = msgspec.structs.replace(updated, key_encrypted=sealed)
         if "model" in changes:
             updated = msgspec.structs.replace(updated, model=changes["model"])
+        if "doubted_judge_not_graded" in changes:
+            doubted = bool(changes["doubted_judge_not_graded"])
+            updated = msgspec.structs.replace(updated, doubted_not_graded=doubted)
         await projects.set_judge_settings(connection, project_id, updated)
         await _record(connection, project_id, caller, current, updated)
     return _view(platform, updated)
@@ -73,6 +78,11 @@ async def _record(
         await audit.record(connection, project_id, caller, "judge_key.set", replaced=replaced)
     elif after.key_encrypted is None and before.key_encrypted is not None:
         await audit.record(connection, project_id, caller, "judge_key.removed")
+    if after.doubted_not_graded != before.doubted_not_graded:
+        await audit.record(
+            connection, project_id, caller, "judge_doubt.changed",
+            before=before.doubted_not_graded, after=after.doubted_not_graded,
+        )  # fmt: skip
     if after.model != before.model:
         await audit.record(
             connection, project_id, caller, "judge_model.changed",
@@ -108,6 +118,7 @@ def _view(platform: Platform, judge: ProjectJudge) -> JudgeSettingsView:
         server_key_set=bool(settings.anthropic_api_key),
         effective_model=judge.model or settings.judge_model,
         judge_configured=own_key or bool(settings.anthropic_api_key),
+        doubted_judge_not_graded=judge.doubted_not_graded,
     )
 
 

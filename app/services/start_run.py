@@ -20,8 +20,8 @@ import msgspec
 from agentlasso.db import agents as agent_rows
 from agentlasso.db import chunks as chunk_rows
 from agentlasso.db import datasets as dataset_rows
+from agentlasso.db import judge_warnings, run_gates
 from agentlasso.db import pinned_cases as pinned_rows
-from agentlasso.db import run_gates
 from agentlasso.db import runs as run_rows
 from agentlasso.db.pool import Connection
 from agentlasso.db.runs import RunInsert
@@ -267,6 +267,7 @@ async def _pin(
             "Check the tags' spelling (they are compared exactly, case included)."
         )
         raise InvalidInput(detail, [FieldError(pointer="/tags", detail=detail)])
+    await judge_warnings.store_doubted(connection, run)
     return run
 
 

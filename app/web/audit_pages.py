@@ -40,6 +40,7 @@ ACTION_NAMES: dict[AuditAction, str] = {
     "judge_key.set": "Judge key set",
     "judge_key.removed": "Judge key removed",
     "judge_model.changed": "Judge model changed",
+    "judge_doubt.changed": "Doubted judge's failures setting changed",
     "dataset.deleted": "Dataset deleted",
     "test_case.deleted": "Test case deleted",
     "trace_retention.changed": "Trace retention changed",

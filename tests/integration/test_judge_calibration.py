@@ -13,6 +13,7 @@ import pytest
 import pytest_asyncio
 
 from agentlasso.config import Settings
+from tests.support.api import all_results
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key
 from tests.support.fake_anthropic import FakeAnthropic
@@ -173,3 +174,31 @@ async def test_a_run_without_an_ai_judge_check_has_no_judge_warnings(
     assert created.status_code == 201, created.text
     final = await ci_run_of(api, dataset_id, {created.json()["id"]: RIGHT})
     assert final["judge_warnings"] == [] and case_ids == []
+
+
+async def test_a_project_may_count_a_doubted_criterions_failures_as_not_graded(
+    api: httpx.AsyncClient,
+) -> None:
+    setting = await api.patch("/api/v1/judge-settings", json={"doubted_judge_not_graded": True})
+    assert setting.status_code == 200 and setting.json()["doubted_judge_not_graded"] is True
+    replies = [RIGHT] * 10 + [WRONGLY_FAILED] * 10
+    dataset_id, run_id, case_ids = await judged_run(api, replies)
+    # Nobody has labelled the criterion yet: its failures stand (and the run warns of it).
+    first = {r["test_case_id"]: r for r in await all_results(api, run_id)}
+    assert first[case_ids[-1]]["check_results"][0]["status"] == "failed"
+
+    await label_all(api, run_id)
+    again = await ci_run_of(api, dataset_id, dict(zip(case_ids, replies, strict=True)))
+    results = {r["test_case_id"]: r for r in await all_results(api, again["run_id"])}
+    doubted = results[case_ids[-1]]["check_results"][0]
+    assert doubted["status"] == "not_graded" and doubted["passed"] is None
+    assert "its failure is set aside by the project's setting" in doubted["detail"]
+    assert "at kappa 0.00 over 20 labelled results" in doubted["detail"]
+    # A pass is a pass: only the doubted judge's failures are set aside.
+    assert results[case_ids[0]]["check_results"][0]["status"] == "passed"
+    # A critical check not graded still keeps its case from passing (contract 4.3): the case is
+    # partially graded, and says why, rather than failed by a judge nobody trusts.
+    assert results[case_ids[-1]]["partially_graded"] is True
+    assert results[case_ids[-1]]["pass_fail"] is False
+    audit = (await api.get("/api/v1/audit-log", params={"action": "judge_doubt.changed"})).json()
+    assert [entry["changes"] for entry in audit["items"]] == [{"before": False, "after": True}]

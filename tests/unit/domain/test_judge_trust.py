@@ -4,7 +4,7 @@ or a kappa that cannot be measured; figures computed by agentlasso.domain.judge_
 from __future__ import annotations
 
 from agentlasso.domain.judge_agreement import Confusion, agreement_figures
-from agentlasso.domain.judge_trust import MAX_WARNINGS, judge_warnings, warning_for
+from agentlasso.domain.judge_trust import MAX_WARNINGS, doubt_reason, judge_warnings, warning_for
 
 CRITERION = "States the refund amount"
 
@@ -44,3 +44,17 @@ def test_many_doubted_criteria_name_the_first_ones_and_count_the_rest() -> None:
     assert len(warnings) == MAX_WARNINGS + 1
     assert "criterion 0" in warnings[0] and warnings[-1].startswith("...and 5 more")
     assert judge_warnings(criteria[:2], {}) == [warning_for(c, None) for c in criteria[:2]]
+
+
+def test_only_a_measured_weak_kappa_sets_a_criterions_failures_aside() -> None:
+    weak = agreement_figures(Confusion(both_passed=10, judge_failed_human_passed=10))
+    assert "set aside by the project's setting" in (doubt_reason(CRITERION, weak) or "")
+    assert doubt_reason(CRITERION, None) is None
+    few = agreement_figures(Confusion(both_passed=5, judge_failed_human_passed=5))
+    assert doubt_reason(CRITERION, few) is None, "too few labels: warned of, not set aside"
+    one_class = agreement_figures(Confusion(both_passed=25))
+    assert doubt_reason(CRITERION, one_class) is None
+    strong = agreement_figures(
+        Confusion(both_passed=15, both_failed=14, judge_passed_human_failed=1)
+    )
+    assert doubt_reason(CRITERION, strong) is None
