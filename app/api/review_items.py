@@ -138,11 +138,15 @@ class ReviewItemController(Controller):
         """The queue in the order it was filled, pending or done, of one member or nobody's,
         with how far each reviewer has got."""
         unassigned = assignee is not None and assignee.lower() == "none"
-        user_id = None if unassigned else await _assignee_filter(platform, project_id, assignee)
+        user_id = None
+        if assignee is not None and not unassigned:
+            user_id = await _assignee_filter(platform, project_id, assignee)
         after = decode_cursor(cursor) or None
-        items = await service.list_items(
-            platform, project_id, status, (user_id, unassigned), after, limit + 1
-        )
+        items = []
+        if assignee is None or unassigned or user_id is not None:
+            items = await service.list_items(
+                platform, project_id, status, (user_id, unassigned), after, limit + 1
+            )
         pending, done, reviewers = await service.progress(platform, project_id)
         return ReviewItemPage(
             items=[item_out(item) for item in items[:limit]],
@@ -202,14 +206,13 @@ class ReviewItemController(Controller):
         return case_out(case)
 
 
-async def _assignee_filter(
-    platform: PlatformDep, project_id: UUID, email: str | None
-) -> UUID | None:
+async def _assignee_filter(platform: PlatformDep, project_id: UUID, email: str) -> UUID | None:
+    """The member the filter names; None when nobody in the organisation has the email (whose
+    items are then none)."""
     try:
         return await service.assignee_id(platform, project_id, email)
     except InvalidInput:
-        detail = "No member of your organisation has this email."
-        raise InvalidInput(detail, [FieldError(parameter="assignee", detail=detail)]) from None
+        return None
 
 
 async def _item_in_full(platform: PlatformDep, item: ReviewItem) -> ReviewItemOut:

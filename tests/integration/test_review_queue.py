@@ -5,6 +5,7 @@ starting afresh (contract section 15)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -180,6 +181,9 @@ async def test_bad_labels_and_queues_are_refused_naming_the_field(
     assert_problem(unknown_trace, 422, pointer="/trace_ids/0")
     await api.post("/api/v1/review-items", json={"run_id": run_id, "outcome": "passed"})
     item_id = (await queue_of(api))["items"][0]["id"]
+    # A filter naming someone who is not a member finds nothing; `none` finds the unassigned.
+    assert (await queue_of(api, assignee="nobody@example.com"))["items"] == []
+    assert [i["id"] for i in (await queue_of(api, assignee="none"))["items"]] == [item_id]
     labels = f"/api/v1/review-items/{item_id}/labels"
     assert_problem(await api.post(labels, json={}), 422, pointer="/verdict")
     not_judged = {"checks": [{"check_id": "c9", "verdict": "passed"}]}
@@ -215,8 +219,13 @@ async def a_stored_trace(api: httpx.AsyncClient, database_url: str) -> tuple[str
         await read_waiting_traces(pool)
     finally:
         await pool.close()
-    trace = (await api.get(f"/api/v1/traces/{spans[0].trace_id}")).json()
-    return spans[0].trace_id, trace["output"]
+    # The module's worker processes read the inbox too: whichever did, wait for the trace.
+    for _ in range(100):
+        found = await api.get(f"/api/v1/traces/{spans[0].trace_id}")
+        if found.status_code == 200:
+            return spans[0].trace_id, found.json()["output"]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the trace was not stored: {found.text}")
 
 
 async def test_a_reviewed_trace_becomes_a_case_expecting_the_reviewers_reply(
