@@ -33,6 +33,10 @@ INSERT INTO project_roles (user_id, project_id, role) VALUES ($1, $2, $3)
 ON CONFLICT (user_id, project_id) DO UPDATE SET role = EXCLUDED.role
 """
 _CLEAR_PROJECT_ROLE = "DELETE FROM project_roles WHERE user_id = $1 AND project_id = $2"
+_CLEAR_PROJECT_ROLES = """
+DELETE FROM project_roles pr USING projects p
+WHERE pr.user_id = $2 AND p.id = pr.project_id AND p.organisation_id = $1
+"""
 _SET_ROLE = "UPDATE memberships SET role = $3 WHERE organisation_id = $1 AND user_id = $2"
 _INSERT_INVITATION = """
 INSERT INTO invitations (token_hash, organisation_id, email, role, invited_by, expires_at)
@@ -75,6 +79,11 @@ async def set_project_role(
         await executor.execute(_CLEAR_PROJECT_ROLE, user_id, project_id)
     else:
         await executor.execute(_SET_PROJECT_ROLE, user_id, project_id, role)
+
+
+async def clear_project_roles(executor: Executor, organisation_id: UUID, user_id: UUID) -> None:
+    """Forget the roles set for the member in the organisation's projects."""
+    await executor.execute(_CLEAR_PROJECT_ROLES, organisation_id, user_id)
 
 
 async def member_for_change(

@@ -25,12 +25,14 @@ _USE_SESSION = """
 WITH live AS (
     SELECT s.token_hash, s.project_id, s.user_id, u.email, s.csrf_token, s.last_seen_at,
            s.api_key_id, k.prefix,
-           coalesce(k.scope, 'admin') AS scope, r.role
+           coalesce(k.scope, 'admin') AS scope, r.role, r.organisation_role
     FROM web_sessions s LEFT JOIN api_keys k ON k.id = s.api_key_id
     LEFT JOIN users u ON u.id = s.user_id
-    -- A user's role here: the project's own for them when set, else their organisation's.
+    -- A user's role here: the project's own for them when set, else their organisation's; an
+    -- owner holds every project, whatever a project's row says.
     LEFT JOIN LATERAL (
-        SELECT coalesce(pr.role, m.role) AS role
+        SELECT CASE WHEN m.role = 'owner' THEN 'owner' ELSE coalesce(pr.role, m.role) END AS role,
+               m.role AS organisation_role
         FROM memberships m JOIN projects p ON p.organisation_id = m.organisation_id
         LEFT JOIN project_roles pr ON pr.user_id = m.user_id AND pr.project_id = p.id
         WHERE m.user_id = s.user_id AND p.id = s.project_id
@@ -45,7 +47,8 @@ WITH live AS (
     FROM live
     WHERE s.token_hash = live.token_hash AND live.last_seen_at < now() - interval '1 minute'
 )
-SELECT project_id, user_id, email, csrf_token, api_key_id, prefix, scope, role FROM live
+SELECT project_id, user_id, email, csrf_token, api_key_id, prefix, scope, role, organisation_role
+FROM live
 """
 
 _DELETE_SESSION = "DELETE FROM web_sessions WHERE token_hash = $1"
@@ -106,6 +109,7 @@ async def use_session(
         actor=actor,
         user_id=user_id,
         role=row["role"],
+        organisation_role=row["organisation_role"],
     )
 
 

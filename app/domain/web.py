@@ -30,6 +30,8 @@ class WebSession(msgspec.Struct, frozen=True, kw_only=True):
     user_id: UUID | None = None
     # The user's role in the project (None for a session opened with a key or a project link).
     role: Role | None = None
+    # The user's role in the project's organisation, which changes to the members are held to.
+    organisation_role: Role | None = None
 
 
 class ApiKeyInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -49,22 +49,52 @@ is set for it):
   the `ci` scope may not.
 - `admin` also sets up the project: agents (their URLs and secret headers), API keys, the judge
   key, members, trace retention, and reads the audit log.
-- `owner` also holds the organisation: only an owner makes or unmakes an owner.
+- `owner` also holds the organisation: only an owner makes or unmakes an owner. Owner is
+  organisation-wide: it is never a role set for one project.
+- Inviting, changing a member's organisation role and removing a member change the
+  organisation: they need the role `admin` in the organisation itself (a role set for one
+  project does not count). Setting a member's role in this project needs `admin` here.
+- Settings -> Members is for people (the routes marked "a person"): a session opened with a key,
+  of any scope, or with a project's sign-in link is refused it. A leaked key must not be able
+  to invite its holder into the organisation.
 - The API is for keys: a route's role says what a page doing the same needs.
 """
 
 
 class Rule(msgspec.Struct, frozen=True):
-    """The scope a key needs for a route, the role a user needs, and what the route does, as a
-    refusal names it."""
+    """The scope a key needs for a route, the role a user needs, what the route does, as a
+    refusal names it, and whether only a person (a user's session) may use it."""
 
     scope: Scope
     role: Role
     action: str
+    people_only: bool = False
 
 
-def _rules(rows: dict[str, tuple[Scope, Role, str]]) -> dict[str, Rule]:
-    return {route: Rule(scope, role, action) for route, (scope, role, action) in rows.items()}
+def _rules(
+    rows: dict[str, tuple[Scope, Role, str]], people_only: frozenset[str] = frozenset()
+) -> dict[str, Rule]:
+    return {
+        route: Rule(scope, role, action, route in people_only)
+        for route, (scope, role, action) in rows.items()
+    }
+
+
+# Who belongs to the organisation is for its people to say, never a key of one of its projects.
+PEOPLE_ONLY_ROUTES: Final = frozenset(
+    {
+        "GET /settings/members",
+        "POST /settings/members/invite",
+        "POST /settings/members/{user_id}/role",
+        "POST /settings/members/{user_id}/remove",
+        "POST /settings/members/{user_id}/project-role",
+    }
+)
+PEOPLE_ONLY: Final = (
+    "Settings -> Members is for people: sign in with your own email to see or change the "
+    "organisation's members. A session opened with an API key or a project's sign-in link "
+    "cannot."
+)
 
 
 API_RULES: Final = _rules(
@@ -263,7 +293,8 @@ PAGE_RULES: Final = _rules(
             "admin",
             "setting a member's role in this project",
         ),
-    }
+    },
+    PEOPLE_ONLY_ROUTES,
 )
 
 RULES: Final = {**API_RULES, **PAGE_RULES}
@@ -326,6 +357,14 @@ def require_role(held: Role, method: str, path_template: str) -> None:
     rule = rule_for(method, path_template)
     if rule is not None and not role_includes(held, rule.role):
         raise BeyondRole(role_refusal(held, rule))
+
+
+def require_person(method: str, path_template: str) -> None:
+    """Nothing when a session that is no person's (a key's, a link's) may make this request;
+    BeyondRole otherwise."""
+    rule = rule_for(method, path_template)
+    if rule is not None and rule.people_only:
+        raise BeyondRole(PEOPLE_ONLY)
 
 
 def beyond_scope(method: str, path_template: str) -> str:

@@ -1,9 +1,12 @@
 """Settings -> Members: listing an organisation's members, inviting one with a one-time link,
 changing a role and removing a member (whose sessions end at once).
 
-Two rules hold whoever acts: only an owner grants, changes or removes the owner role, and an
-organisation always keeps an owner. A session opened with a key (or a project's sign-in link)
-acts as an admin here: it is a key of the project, not a person of the organisation.
+Inviting, changing a role and removing change the organisation, so they are held to the
+actor's organisation role (an admin or above), never to a role set for one project. Two rules
+hold whoever acts: only an owner grants, changes or removes the owner role, and an organisation
+always keeps an owner. Owner is organisation-wide: it is never a role set for one project. Only
+people change the members: the page guard refuses a session opened with a key or a project's
+sign-in link (app/http/permissions.py).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import msgspec
 
 from agentlasso.db import memberships, users
 from agentlasso.db.pool import Connection
-from agentlasso.domain.accounts import ROLES, Member, Role
+from agentlasso.domain.accounts import ROLES, Member, Role, role_includes
 from agentlasso.domain.audit import AuditObject, Caller
 from agentlasso.errors import BeyondRole, Conflict, FieldError, InvalidInput, NotFound
 from agentlasso.services import audit
@@ -29,14 +32,24 @@ INVITATION_VALID_FOR = timedelta(days=7)
 OWNERS_ONLY = 'Granting, changing or removing the role "owner" needs the role "owner".'
 LAST_OWNER = "An organisation needs an owner: make another member an owner first."
 OWNER_EVERYWHERE = "An owner holds every project of the organisation: their role here stays owner."
+OWNER_IS_ORGANISATION_WIDE = (
+    'The role "owner" holds the whole organisation: it cannot be set for one project. Choose '
+    "viewer, member or admin, or change the organisation role."
+)
+ORGANISATION_ADMINS_ONLY = (
+    'Your role in the organisation is "{role}"; changing the organisation\'s members needs the '
+    'role "admin" or above there (a role set for one project does not count).'
+)
 
 
 class Acting(msgspec.Struct, frozen=True, kw_only=True):
-    """Who changes the members: their project, their role in it, their user, for the log."""
+    """Who changes the members: their project, their role in it and in the organisation, their
+    user, for the log."""
 
     project_id: UUID
     role: Role
-    user_id: UUID | None
+    organisation_role: Role
+    user_id: UUID
     caller: Caller
 
 
@@ -60,6 +73,7 @@ async def invite(platform: Platform, acting: Acting, email: str, role: Role) -> 
     """A one-time link's token inviting the email to the organisation with the role (only its
     hash is kept); Conflict when someone already has an account with the email."""
     email = check_email(email)
+    _organisation_admin(acting)
     _owner_rule(acting, role)
     token = secrets.token_urlsafe(32)
     async with platform.pool.acquire() as connection, connection.transaction():
@@ -79,6 +93,7 @@ async def invite(platform: Platform, acting: Acting, email: str, role: Role) -> 
 
 async def change_role(platform: Platform, acting: Acting, user_id: UUID, role: Role) -> None:
     """Give a member another role; NotFound when they are none of the organisation's."""
+    _organisation_admin(acting)
     async with platform.pool.acquire() as connection, connection.transaction():
         organisation_id, member = await _member(connection, acting, user_id)
         if member.role == role:
@@ -87,6 +102,9 @@ async def change_role(platform: Platform, acting: Acting, user_id: UUID, role: R
         if member.role == "owner":
             await _keep_an_owner(connection, organisation_id)
         await memberships.set_role(connection, organisation_id, user_id, role)
+        if role == "owner":
+            # An owner holds every project: a narrower role left from before would not.
+            await memberships.clear_project_roles(connection, organisation_id, user_id)
         subject = AuditObject(type="user", id=str(user_id))
         await audit.record(
             connection, acting.project_id, acting.caller, "member.role_changed", subject,
@@ -98,7 +116,11 @@ async def change_project_role(
     platform: Platform, acting: Acting, user_id: UUID, role: Role | None
 ) -> None:
     """Narrow or widen a member's role in the acting project, or (None) leave it to their
-    organisation role; an owner holds every project, so theirs is not narrowed."""
+    organisation role; an owner holds every project, so theirs is not narrowed, and owner is
+    never one project's role."""
+    if role == "owner":
+        detail = OWNER_IS_ORGANISATION_WIDE
+        raise InvalidInput(detail, [FieldError(pointer="/project_role", detail=detail)])
     project_id = acting.project_id
     async with platform.pool.acquire() as connection, connection.transaction():
         _, member = await _member(connection, acting, user_id)
@@ -118,11 +140,14 @@ async def change_project_role(
 
 async def remove(platform: Platform, acting: Acting, user_id: UUID) -> None:
     """End a membership and, at once, the member's sessions in the organisation's projects."""
+    _organisation_admin(acting)
     async with platform.pool.acquire() as connection, connection.transaction():
         organisation_id, member = await _member(connection, acting, user_id)
         if member.role == "owner":
             _owner_rule(acting, "owner")
             await _keep_an_owner(connection, organisation_id)
+        # Roles set for the organisation's projects go too: joining again starts afresh.
+        await memberships.clear_project_roles(connection, organisation_id, user_id)
         await users.delete_membership(connection, user_id, organisation_id)
         subject = AuditObject(type="user", id=str(user_id))
         await audit.record(
@@ -140,8 +165,14 @@ async def _member(connection: Connection, acting: Acting, user_id: UUID) -> tupl
 
 
 def _owner_rule(acting: Acting, role: Role) -> None:
-    if role == "owner" and acting.role != "owner":
+    if role == "owner" and acting.organisation_role != "owner":
         raise BeyondRole(OWNERS_ONLY)
+
+
+def _organisation_admin(acting: Acting) -> None:
+    """BeyondRole unless the actor is an admin or owner of the organisation itself."""
+    if not role_includes(acting.organisation_role, "admin"):
+        raise BeyondRole(ORGANISATION_ADMINS_ONLY.format(role=acting.organisation_role))
 
 
 async def _keep_an_owner(connection: Connection, organisation_id: UUID) -> None:

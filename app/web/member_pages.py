@@ -9,10 +9,11 @@ from uuid import UUID
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath
 
-from agentlasso.domain.accounts import ROLES, Role
+from agentlasso.domain.accounts import ROLES
 from agentlasso.errors import BeyondRole, Conflict, InvalidInput
 from agentlasso.http.auth import PlatformDep
 from agentlasso.http.pagination import parse_id
+from agentlasso.http.permissions import PEOPLE_ONLY
 from agentlasso.services import members as member_service
 from agentlasso.services.members import INVITATION_VALID_FOR, Acting
 from agentlasso.services.platform import Platform
@@ -22,6 +23,8 @@ from agentlasso.web.sessions import caller_of, session_of
 
 PATH = "/settings/members"
 ROLE_CHOICES = [(role, role.capitalize()) for role in ROLES]
+# Owner holds the whole organisation: it is never one project's role.
+PROJECT_ROLE_CHOICES = [(role, label) for role, label in ROLE_CHOICES if role != "owner"]
 
 
 class MemberPages(Controller):
@@ -92,11 +95,13 @@ def _member_id(value: str) -> UUID:
 
 
 def acting_of(request: Request[Any, Any, Any]) -> Acting:
-    """Who acts: the signed-in user with their role, or a key's session as an admin."""
+    """Who acts: the signed-in user with their roles (the guard lets in no other session)."""
     session = session_of(request)
-    role: Role = session.role or "admin"
+    if session.user_id is None or session.role is None or session.organisation_role is None:
+        raise BeyondRole(PEOPLE_ONLY)
     return Acting(
-        project_id=session.project_id, role=role, user_id=session.user_id,
+        project_id=session.project_id, role=session.role,
+        organisation_role=session.organisation_role, user_id=session.user_id,
         caller=caller_of(request),
     )  # fmt: skip
 
@@ -119,6 +124,7 @@ async def members_page(
         status_code=status_code,
         members=await member_service.list_members(platform, session.project_id),
         role_choices=ROLE_CHOICES,
+        project_role_choices=PROJECT_ROLE_CHOICES,
         errors=errors or {},
         email=email,
         role=role,

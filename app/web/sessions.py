@@ -21,7 +21,7 @@ from agentlasso.domain.audit import Caller
 from agentlasso.domain.web import WebSession
 from agentlasso.errors import AgentLassoError
 from agentlasso.http.auth import client_ip, method_of, platform_of
-from agentlasso.http.permissions import require_role, require_scope
+from agentlasso.http.permissions import require_person, require_role, require_scope
 from agentlasso.services import web_sessions
 from agentlasso.services.web_sessions import IDLE, LIFETIME, NewSession
 
@@ -61,6 +61,7 @@ async def require_session(
     if session.role is not None:
         require_role(session.role, method, path_template)
     else:
+        require_person(method, path_template)
         require_scope(session.scope, method, path_template)
     connection.state.session = session
 

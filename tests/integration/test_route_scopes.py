@@ -1,6 +1,7 @@
 """The scope table (app/http/permissions.py) against the routes the app really has: every route
 named, and for every route and every scope, a key of that scope allowed or refused as the table
-says, over HTTP, in the API and in the pages signed in with the key."""
+says, over HTTP, in the API and in the pages signed in with the key (and the pages only a
+person may use refused to every key's session)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 import pytest_asyncio
 
 from agentlasso.domain.scopes import Scope, includes
-from agentlasso.http.permissions import RULES, is_open, refusal
+from agentlasso.http.permissions import PEOPLE_ONLY, RULES, is_open, refusal
 from agentlasso.services.api_keys import create_key_for_project_name
 from tests.support.routes import AppRoute, every_route
 from tests.support.web import browser, shown_text, signed_in_csrf
@@ -143,7 +144,10 @@ async def test_each_page_is_shown_or_refused_as_the_table_says(
                 route.method, route.example_path(), headers={"x-csrf-token": signed.csrf}
             )
         location = answer.headers.get("location", "")
-        if includes(scope, rule.scope):
+        if rule.people_only:
+            if answer.status_code != 403 or PEOPLE_ONLY not in shown_text(answer.text):
+                wrong.append(f"{scope}: a key's session not refused, {answer.status_code}")
+        elif includes(scope, rule.scope):
             if answer.status_code in (401, 403) or location.startswith("/login?"):
                 wrong.append(f"{scope}: refused, {answer.status_code} {location}")
         elif answer.status_code != 403 or refusal(scope, rule) not in shown_text(answer.text):

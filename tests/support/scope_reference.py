@@ -55,6 +55,11 @@ instead, by the table's `Role needed` column: their organisation's role, or the 
 them in the project when there is one. A page or form above it answers a 403 page naming the
 role needed, such as `Your role is "viewer"; creating a dataset needs the role "member" or
 above.` (an htmx request gets the same page, shown in place of the page's content).
+
+Settings -> Members is for people: its routes say "none: a person" for the scope, and a session
+opened with a key of any scope, or with a project's sign-in link, gets a 403 page saying a
+person must sign in. Inviting, changing a member's organisation role and removing a member
+need the role `admin` in the organisation itself, not only in the project.
 """
 
 
@@ -83,11 +88,15 @@ def _included(scope: Scope) -> str:
 
 def _table(rules: dict[str, Rule]) -> str:
     rows = "".join(
-        f"| `{route}` | {rule.action} | `{rule.scope}` | `{rule.role}` |\n"
+        f"| `{route}` | {rule.action} | {_scope_needed(rule)} | `{rule.role}` |\n"
         for route, rule in sorted(rules.items(), key=lambda item: _by_path(item[0]))
     )
     header = "| Route | What it does | Scope needed | Role needed |\n|---|---|---|---|\n"
     return header + rows
+
+
+def _scope_needed(rule: Rule) -> str:
+    return "none: a person" if rule.people_only else f"`{rule.scope}`"
 
 
 def _by_path(route: str) -> tuple[str, str]:
