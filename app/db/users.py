@@ -39,6 +39,26 @@ FROM users u WHERE lower(u.email) = lower($1)
 """
 _SET_HASH = "UPDATE users SET password_hash = $2 WHERE id = $1"
 
+# An account single sign-on takes over keeps no other way in: its password, its unused links
+# (setting a password, signing in) and its sessions all end together.
+_RETIRE_OTHER_SIGN_INS = """
+WITH cleared AS (
+    UPDATE users SET password_hash = NULL WHERE id = $1
+    RETURNING (SELECT password_hash IS NOT NULL FROM users WHERE id = $1) AS had_password
+), set_links AS (
+    UPDATE password_tokens SET used_at = now()
+    WHERE user_id = $1 AND used_at IS NULL AND expires_at > now() RETURNING 1
+), sign_in_links AS (
+    UPDATE login_tokens SET used_at = now()
+    WHERE user_id = $1 AND used_at IS NULL AND expires_at > now() RETURNING 1
+), sessions AS (
+    DELETE FROM web_sessions WHERE user_id = $1 RETURNING 1
+)
+SELECT coalesce((SELECT bool_or(had_password) FROM cleared), false) AS had_password,
+       (SELECT count(*) FROM set_links) + (SELECT count(*) FROM sign_in_links) AS links_spent,
+       (SELECT count(*) FROM sessions) AS sessions_ended
+"""
+
 _INSERT_SET_LINK = """
 INSERT INTO password_tokens (token_hash, user_id, expires_at)
 VALUES ($1, $2, now() + $3::interval)
@@ -97,6 +117,14 @@ async def sign_in_user(executor: Executor, email: str) -> SignInUser | None:
     """What signing in needs of the user with this email; None when there is none."""
     row = await executor.fetchrow(_SIGN_IN_USER, email)
     return None if row is None else SignInUser(**row)
+
+
+async def retire_other_sign_ins(executor: Executor, user_id: UUID) -> tuple[bool, int, int]:
+    """Clear the user's password, spend their open links and end their sessions: whether they
+    had a password, how many links were spent and how many sessions ended."""
+    row = await executor.fetchrow(_RETIRE_OTHER_SIGN_INS, user_id)
+    assert row is not None
+    return bool(row["had_password"]), int(row["links_spent"]), int(row["sessions_ended"])
 
 
 async def set_password_hash(executor: Executor, user_id: UUID, password_hash: str) -> None:

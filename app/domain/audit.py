@@ -36,6 +36,7 @@ AuditAction = Literal[
     "member.role_changed",
     "member.removed",
     "member.project_role_changed",
+    "user.sso_linked",
 ]
 AUDIT_ACTIONS: tuple[AuditAction, ...] = AuditAction.__args__  # type: ignore[attr-defined]
 # What the `actor` filter takes: a key's prefix, a person's email, an actor's kind.

@@ -6,7 +6,13 @@ nothing). The provider's identity (issuer and subject) is remembered on the firs
 from then on signs in as that user whatever email the provider says later: a changed email at
 the provider cannot take over the account that has it. A first sign-in needs a verified email
 in an allowed domain; it signs in the user with that email, or makes one, a viewer of the
-newcomers' organisation (AGENTLASSO_OIDC_ORGANISATION, else the only one there is).
+newcomers' organisation (AGENTLASSO_OIDC_ORGANISATION, else the only one there is). An account
+that existed is taken over whole: in the same transaction its password is cleared, its open
+links spent and its sessions ended (`user.sso_linked` in the audit log), so whoever set that
+password (an inviter, an operator) cannot sign in as the person.
+
+Only a refusal after the state matched its browser is audited: a state unknown, expired or of
+another browser is anyone's request, and goes to the server's log alone.
 """
 
 from __future__ import annotations
@@ -21,8 +27,8 @@ import msgspec
 from agentlasso.config import Settings
 from agentlasso.db import sso as sso_rows
 from agentlasso.db import users
-from agentlasso.db.pool import Executor
-from agentlasso.domain.audit import Caller, SsoActor, UserActor
+from agentlasso.db.pool import Connection, Executor
+from agentlasso.domain.audit import AuditObject, Caller, SsoActor, UserActor
 from agentlasso.errors import NotAuthenticated
 from agentlasso.services import audit, oidc
 from agentlasso.services.platform import Platform
@@ -57,6 +63,8 @@ MESSAGES = {
         " operator."
     ),
 }
+# Refusals before a state matched the browser that started it: anyone can cause them.
+ANYONES = frozenset({"unknown_state", "expired_state", "other_browser"})
 REFUSED = f"Your identity provider's answer could not be trusted, so you are not signed in. {AGAIN}"
 
 
@@ -106,10 +114,13 @@ async def finish(
         if not code:
             raise SsoRefused("provider_error")
         claims = await _claims(platform.settings, redirect_uri, code, attempt)
-        user_id = await _user_for(platform, claims)
+        user_id = await _user_for(platform, claims, ip)
         return await _open(platform, user_id, ip), attempt.next_path
     except SsoRefused as refused:
-        await _record_refusal(platform, refused.reason, claims, ip)
+        if refused.reason in ANYONES:
+            log.warning("sign_in.failed: sso refused (%s), from %s", refused.reason, ip)
+        else:
+            await _record_refusal(platform, refused.reason, claims, ip)
         raise
     except oidc.OidcRefused as refused:
         await _record_refusal(platform, refused.reason, claims, ip)
@@ -170,9 +181,9 @@ def _client(settings: Settings) -> tuple[str, str, str]:
     return issuer, client_id, secret
 
 
-async def _user_for(platform: Platform, claims: dict[str, object]) -> UUID:
+async def _user_for(platform: Platform, claims: dict[str, object], ip: str | None) -> UUID:
     """The user these claims sign in as: the remembered identity's, else (a first sign-in) the
-    user with the verified email in an allowed domain, or a new viewer."""
+    user with the verified email in an allowed domain, taken over, or a new viewer."""
     issuer, subject = str(claims["iss"]), str(claims["sub"])
     known = await sso_rows.identity_user(platform.pool, issuer, subject)
     if known is not None:
@@ -188,8 +199,27 @@ async def _user_for(platform: Platform, claims: dict[str, object]) -> UUID:
             raise SsoRefused("email_taken")
         if user_id is None:
             user_id = await _join(connection, platform.settings, email)
+        else:
+            await _take_over(connection, user_id, email, ip)
         await sso_rows.remember_identity(connection, issuer, subject, user_id)
     return user_id
+
+
+async def _take_over(connection: Connection, user_id: UUID, email: str, ip: str | None) -> None:
+    """End every other way into an account SSO signs in to for the first time, in the log of
+    the user's first project."""
+    had_password, links_spent, sessions_ended = await users.retire_other_sign_ins(
+        connection, user_id
+    )
+    user = await users.sign_in_user(connection, email)
+    if user is None or user.project_id is None:
+        return
+    caller = Caller(actor=UserActor(id=user_id, email=user.email), ip=ip)
+    await audit.record(
+        connection, user.project_id, caller, "user.sso_linked",
+        AuditObject(type="user", id=str(user_id)), email=user.email,
+        password_cleared=had_password, links_spent=links_spent, sessions_ended=sessions_ended,
+    )  # fmt: skip
 
 
 def _domain_allowed(settings: Settings, email: str) -> bool:

@@ -50,6 +50,7 @@ ACTION_NAMES: dict[AuditAction, str] = {
     "member.role_changed": "Member's role changed",
     "member.removed": "Member removed",
     "member.project_role_changed": "Member's project role changed",
+    "user.sso_linked": "Account linked to single sign-on",
 }
 ACTION_CHOICES = [("", "Any action")] + [(name, ACTION_NAMES[name]) for name in AUDIT_ACTIONS]
 _READ_FIRST = {"before": 0, "after": 1}

@@ -1,9 +1,12 @@
 """Single sign-on's checks of what the provider answers, against a provider whose ID tokens the
 test signs itself (tests/support/fake_idp.py): each refusal is a page saying so, in the audit
-log as sign_in.failed (method sso, its reason), and never a token in any log."""
+log as sign_in.failed (method sso, its reason) once the state matched its browser (before, in
+the server's log alone), and never a token in any log; a first sign-in to an account someone
+else set a password for takes it over whole."""
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -21,6 +24,8 @@ from agentlasso.config import Settings
 from agentlasso.server import create_app
 from agentlasso.services import sso
 from agentlasso.services.api_keys import create_key_for_project_name
+from agentlasso.services.password_sign_in import NO_MATCH
+from tests.support.accounts import PASSWORD, new_user_token, set_password, sign_in_with_password
 from tests.support.fake_idp import CLIENT_ID, CLIENT_SECRET, FakeIdp, running_fake_idp
 from tests.support.servers import free_socket, serving
 from tests.support.web import SESSION_COOKIE, shown_text
@@ -276,3 +281,89 @@ async def test_an_unreachable_provider_is_a_page_saying_so(settings: Settings) -
         closed.close()
     assert answer.status_code == 503
     assert sso.MESSAGES["provider_unreachable"] in shown_text(answer.text)
+
+
+AUDIT_ROWS = """
+SELECT count(*) FROM audit_log a JOIN projects p ON p.id = a.project_id WHERE p.name = $1
+"""
+
+
+async def test_a_first_sso_sign_in_takes_over_a_password_account_whole(
+    web: httpx.AsyncClient, idp: FakeIdp, database_url: str, organisation: str, sso_url: str
+) -> None:
+    email = f"ceo-{uuid.uuid4().hex[:8]}@allowed.example"
+    # An inviter (or an operator) made the account, set its password, and keeps a session.
+    async with httpx.AsyncClient(base_url=sso_url) as inviter:
+        token = await new_user_token(database_url, email, organisation)
+        assert (await set_password(inviter, token, PASSWORD)).status_code == 303
+        assert (await inviter.get("/datasets")).status_code == 200
+        connection = await asyncpg.connect(database_url)
+        try:
+            user_id = await connection.fetchval("SELECT id FROM users WHERE email = $1", email)
+            await connection.execute(
+                "INSERT INTO password_tokens (token_hash, user_id, expires_at)"
+                " VALUES ($1, $2, now() + interval '1 day')",
+                uuid.uuid4().bytes, user_id,
+            )  # fmt: skip
+        finally:
+            await connection.close()
+        request = await started(web)
+        subject = f"ceo-{uuid.uuid4().hex[:6]}"
+        claims = idp.claims(request["nonce"], sub=subject, email=email)
+        answer = await finish(web, idp, request["state"], idp.sign(claims))
+        assert answer.status_code == 303 and SESSION_COOKIE in answer.cookies
+        ended = await inviter.get("/datasets", follow_redirects=False)
+        assert ended.status_code == 303 and ended.headers["location"].startswith("/login")
+        again = await sign_in_with_password(inviter, email, PASSWORD)
+        assert again.status_code == 401 and NO_MATCH in shown_text(again.text)
+    connection = await asyncpg.connect(database_url)
+    try:
+        row = await connection.fetchrow(
+            "SELECT password_hash, (SELECT count(*) FROM password_tokens t WHERE t.user_id = u.id"
+            " AND t.used_at IS NULL) AS open_links FROM users u WHERE u.id = $1",
+            user_id,
+        )
+        assert row["password_hash"] is None and row["open_links"] == 0
+        entry = await connection.fetchrow(
+            "SELECT changes FROM audit_log WHERE action = 'user.sso_linked'"
+            " AND object_id = $1", str(user_id),
+        )  # fmt: skip
+    finally:
+        await connection.close()
+    assert entry is not None
+    changes = entry["changes"]
+    changes = json.loads(changes) if isinstance(changes, str) else changes
+    assert changes["email"] == email and changes["password_cleared"] is True
+    assert changes["links_spent"] == 1 and changes["sessions_ended"] == 1
+    # The person signs in with SSO again as the same user.
+    request = await started(web)
+    claims = idp.claims(request["nonce"], sub=subject, email=email)
+    assert (await finish(web, idp, request["state"], idp.sign(claims))).status_code == 303
+
+
+async def test_a_callback_nobody_started_here_writes_nothing_to_the_audit_log(
+    web: httpx.AsyncClient, idp: FakeIdp, sso_url: str, database_url: str, organisation: str
+) -> None:
+    connection = await asyncpg.connect(database_url)
+    try:
+        before = await connection.fetchval(AUDIT_ROWS, organisation)
+        async with httpx.AsyncClient(base_url=sso_url) as anyone:
+            for n in range(20):
+                junk = await anyone.get("/login/sso/callback", params={"state": f"junk{n}"})
+                assert junk.status_code == 403
+                assert sso.MESSAGES["unknown_state"] in shown_text(junk.text)
+            request = await started(web)
+            other = await anyone.get("/login/sso/callback", params={"state": request["state"]})
+            assert sso.MESSAGES["other_browser"] in shown_text(other.text)
+        assert await connection.fetchval(AUDIT_ROWS, organisation) == before
+        # Once a state matched its browser, a refusal is recorded.
+        request = await started(web)
+        claims = idp.claims(
+            request["nonce"], sub=f"new-{uuid.uuid4().hex[:6]}", email_verified=False,
+            email=f"new-{uuid.uuid4().hex[:6]}@allowed.example",
+        )  # fmt: skip
+        refused = await finish(web, idp, request["state"], idp.sign(claims))
+        assert sso.MESSAGES["unverified_email"] in shown_text(refused.text)
+        assert await connection.fetchval(AUDIT_ROWS, organisation) == before + 1
+    finally:
+        await connection.close()
