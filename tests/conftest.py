@@ -82,6 +82,10 @@ def settings(database_url: str, server_urls: ServerUrls) -> Settings:
         allow_private_agents=True,
         # The e2e tests find their worker processes by pid (the default hides it from tenants).
         show_worker_hosts=True,
+        # Every test signs in from 127.0.0.1: one address for the whole run's open pages
+        # (tests/integration/test_open_page_limits.py holds the limit itself).
+        open_page_rate_limit_per_s=1000.0,
+        open_page_rate_limit_burst=100_000,
     )
 
 

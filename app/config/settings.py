@@ -109,6 +109,16 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     cannot spend its project's whole rate."""
     web_rate_limit_burst: Annotated[PositiveInt, LIMITS("AGENTLASSO_WEB_RATE_LIMIT_BURST")] = 200
     """The page requests one web session may save up, above its rate."""
+    open_page_rate_limit_per_s: Annotated[
+        PositiveFloat, LIMITS("AGENTLASSO_OPEN_PAGE_RATE_LIMIT_PER_S")
+    ] = 5.0
+    """Requests a second one address may make of the pages open to everyone (the sign-in
+    forms, single sign-on's start and callback, setting a password); past it, a 429 page. Every
+    browser behind one proxy or NAT shares its address."""
+    open_page_rate_limit_burst: Annotated[
+        PositiveInt, LIMITS("AGENTLASSO_OPEN_PAGE_RATE_LIMIT_BURST")
+    ] = 100
+    """The open-page requests one address may save up, above its rate."""
     quota_preview_calls_per_min: Annotated[
         PositiveInt, LIMITS("AGENTLASSO_QUOTA_PREVIEW_CALLS_PER_MIN")
     ] = 120

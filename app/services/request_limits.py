@@ -36,6 +36,10 @@ class RequestLimits:
         self.session = TokenBucket(
             redis, f"{prefix}:session", settings.web_rate_limit_per_s, settings.web_rate_limit_burst
         )
+        self.open_pages = TokenBucket(
+            redis, f"{prefix}:open-pages", settings.open_page_rate_limit_per_s,
+            settings.open_page_rate_limit_burst,
+        )  # fmt: skip
         per_min = settings.quota_preview_calls_per_min
         self.preview_calls = TokenBucket(redis, f"{prefix}:preview-calls", per_min / 60, per_min)
         per_hour = settings.quota_keys_created_per_hour
@@ -69,6 +73,18 @@ class RequestLimits:
             lambda retry_s: (
                 f"Too many requests from this project or this browser (at most "
                 f"{per_s:g} pages a second a session or a user): try again in {retry_s} s."
+            ),
+        )
+
+    async def admit_open_page(self, ip: str | None) -> None:
+        """One request of a page open to everyone (signing in, setting a password), from an
+        address: nobody signed in, so the address is all there is to count by."""
+        per_s = self.settings.open_page_rate_limit_per_s
+        _refuse_past(
+            await _wait(take_together([(self.open_pages, ip or "unknown")])),
+            lambda retry_s: (
+                f"Too many sign-in requests from your address (at most {per_s:g} a second): "
+                f"try again in {retry_s} s."
             ),
         )
 

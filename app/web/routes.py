@@ -23,7 +23,11 @@ from agentlasso.web.generation_pages import GenerationPages
 from agentlasso.web.import_pages import ImportPages
 from agentlasso.web.key_pages import KeyPages
 from agentlasso.web.member_pages import MemberPages
-from agentlasso.web.page_limits import too_many_requests, within_page_rate
+from agentlasso.web.page_limits import (
+    too_many_requests,
+    within_open_page_rate,
+    within_page_rate,
+)
 from agentlasso.web.rendering import PAGE_HEADERS, STATIC_DIR, page, redirect
 from agentlasso.web.run_live import run_live
 from agentlasso.web.run_pages import RunPages
@@ -97,6 +101,7 @@ def web_routers(settings: Settings) -> list[Router]:
     open_pages = Router(
         path="/",
         route_handlers=[SignInPages, SsoPages, SetPasswordPages],
+        guards=[within_open_page_rate],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         include_in_schema=False,
     )

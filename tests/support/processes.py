@@ -75,6 +75,9 @@ def api_process(
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
         "AGENTLASSO_SECRET_KEY": SECRET_KEY,
+        # Every test signs in from 127.0.0.1: one address for all of a run's open pages.
+        "AGENTLASSO_OPEN_PAGE_RATE_LIMIT_PER_S": "1000",
+        "AGENTLASSO_OPEN_PAGE_RATE_LIMIT_BURST": "100000",
         **(extra_env or {}),
     }
     argv = agentlasso("api", "--port", str(port), "--log-level", "warning")
