@@ -6,18 +6,20 @@ from datetime import timedelta
 
 from agentlasso.db.pool import Executor
 
-_IS_LOCKED = """
-SELECT EXISTS (SELECT 1 FROM sign_in_failures WHERE email = lower($1) AND locked_until > now())
-"""
-# A failure within the window adds to the count; one after it starts a new window.
-_COUNT_FAILURE = """
-INSERT INTO sign_in_failures (email, failures, first_failed_at) VALUES (lower($1), 1, now())
+# An attempt is counted before its password is checked, in one statement whose row lock puts
+# attempts at once in order: each gets its own number, so parallel guesses cannot all pass as
+# the first. A locked address counts nothing more. A failure within the window adds to the
+# count; one after it starts a new window.
+_TAKE_ATTEMPT = """
+INSERT INTO sign_in_failures AS f (email, failures, first_failed_at)
+VALUES (lower($1), 1, now())
 ON CONFLICT (email) DO UPDATE SET
-    failures = CASE WHEN sign_in_failures.first_failed_at > now() - $2::interval
-                    THEN sign_in_failures.failures + 1 ELSE 1 END,
-    first_failed_at = CASE WHEN sign_in_failures.first_failed_at > now() - $2::interval
-                           THEN sign_in_failures.first_failed_at ELSE now() END
-RETURNING failures
+    failures = CASE WHEN f.locked_until > now() THEN f.failures
+                    WHEN f.first_failed_at > now() - $2::interval THEN f.failures + 1 ELSE 1 END,
+    first_failed_at = CASE WHEN f.locked_until > now() THEN f.first_failed_at
+                           WHEN f.first_failed_at > now() - $2::interval THEN f.first_failed_at
+                           ELSE now() END
+RETURNING f.failures, coalesce(f.locked_until > now(), false) AS locked
 """
 _LOCK = """
 UPDATE sign_in_failures SET locked_until = now() + $2::interval, failures = 0
@@ -31,22 +33,21 @@ WHERE first_failed_at < now() - $1::interval AND (locked_until IS NULL OR locked
 """
 
 
-async def is_locked(executor: Executor, email: str) -> bool:
-    """Whether sign-ins with this address are refused for now."""
-    locked: bool = await executor.fetchval(_IS_LOCKED, email)
-    return locked
+async def take_attempt(
+    executor: Executor, email: str, *, window: timedelta, sweep_after: timedelta
+) -> tuple[bool, int]:
+    """Count a sign-in attempt with this address before its password is checked: whether the
+    address is locked, and which attempt within the window this is."""
+    await executor.execute(_SWEEP, sweep_after)
+    row = await executor.fetchrow(_TAKE_ATTEMPT, email, window)
+    if row is None:  # an upsert's RETURNING always answers
+        return True, 0
+    return bool(row["locked"]), int(row["failures"])
 
 
-async def count_failure(
-    executor: Executor, email: str, *, limit: int, window: timedelta, lock_for: timedelta
-) -> bool:
-    """Count a failed sign-in; True when it was the one that locked the address."""
-    await executor.execute(_SWEEP, max(window, lock_for))
-    failures: int = await executor.fetchval(_COUNT_FAILURE, email, window)
-    if failures < limit:
-        return False
+async def lock(executor: Executor, email: str, lock_for: timedelta) -> None:
+    """Refuse sign-ins with this address for `lock_for`."""
     await executor.execute(_LOCK, email, lock_for)
-    return True
 
 
 async def clear_failures(executor: Executor, email: str) -> None:

@@ -41,7 +41,11 @@ async def sign_in_with_password(
     """A session for the user with this email and password, its sign-in in the project's audit
     log; SignInRefused otherwise (not in any audit log: a refusal names no project)."""
     email = email.strip()[: MAX_EMAIL_LENGTH + 1]
-    locked = await sign_in_failures.is_locked(platform.pool, email)
+    # Counted before the check: guesses sent at once each take their own turn of the five.
+    locked, attempt = await sign_in_failures.take_attempt(
+        platform.pool, email, window=FAILURE_WINDOW, sweep_after=max(FAILURE_WINDOW, LOCKED_FOR)
+    )
+    locked = locked or attempt > LOCK_AFTER_FAILURES
     user = await users.sign_in_user(platform.pool, email)
     # Verified even when locked or unknown: every refusal takes one verify's time.
     matched = await verify_password(None if user is None else user.password_hash, password)
@@ -51,14 +55,10 @@ async def sign_in_with_password(
     if locked:
         raise SignInRefused(LOCKED)
     if user is None or not matched:
-        just_locked = await sign_in_failures.count_failure(
-            platform.pool,
-            email,
-            limit=LOCK_AFTER_FAILURES,
-            window=FAILURE_WINDOW,
-            lock_for=LOCKED_FOR,
-        )
-        raise SignInRefused(LOCKED if just_locked else NO_MATCH)
+        if attempt < LOCK_AFTER_FAILURES:
+            raise SignInRefused(NO_MATCH)
+        await sign_in_failures.lock(platform.pool, email, LOCKED_FOR)
+        raise SignInRefused(LOCKED)
     await sign_in_failures.clear_failures(platform.pool, email)
     if user.password_hash is not None and needs_rehash(user.password_hash):
         await users.set_password_hash(platform.pool, user.id, await hash_password(password))

@@ -17,7 +17,7 @@ from agentlasso.config import Settings
 from agentlasso.server import create_app
 from agentlasso.services.accounts import remove_member
 from agentlasso.services.api_keys import create_key_for_project_name
-from agentlasso.services.password_sign_in import LOCKED, NO_MATCH
+from agentlasso.services.password_sign_in import LOCK_AFTER_FAILURES, LOCKED, NO_MATCH
 from agentlasso.services.web_sessions import token_hash
 from tests.support.accounts import (
     PASSWORD,
@@ -28,7 +28,7 @@ from tests.support.accounts import (
     token_of,
 )
 from tests.support.servers import serving
-from tests.support.web import browser, shown_text, sign_in
+from tests.support.web import browser, hidden_field, shown_text, sign_in
 
 
 async def test_a_user_the_cli_made_sets_a_password_once_then_signs_in_to_their_project(
@@ -228,3 +228,29 @@ async def _pass_the_lock(database_url: str, email: str) -> None:
         )
     finally:
         await connection.close()
+
+
+async def test_guesses_sent_at_once_get_no_more_than_the_five_a_lockout_allows(
+    base_url: str, database_url: str
+) -> None:
+    email = new_email()
+    async with browser(base_url) as web:
+        token = await new_user_token(database_url, email, f"team-{uuid.uuid4().hex[:8]}")
+        assert (await set_password(web, token, PASSWORD)).status_code == 303
+    async with browser(base_url) as attacker:
+        form_token = hidden_field((await attacker.get("/login")).text, "login_token")
+
+        async def guess(n: int) -> str:
+            answer = await attacker.post(
+                "/login/password",
+                data={"email": email, "password": f"wrong-{n:04d}", "login_token": form_token},
+            )
+            said = shown_text(answer.text)
+            return "no_match" if NO_MATCH in said else "locked" if LOCKED in said else said
+
+        said = await asyncio.gather(*(guess(n) for n in range(40)))
+        assert said.count("no_match") + said.count("locked") == 40, set(said)
+        # Four refusals say "do not match", the fifth locks: only five were really checked.
+        assert said.count("no_match") <= LOCK_AFTER_FAILURES - 1, said.count("no_match")
+        right = await sign_in_with_password(attacker, email, PASSWORD)
+        assert right.status_code == 401 and LOCKED in shown_text(right.text)
