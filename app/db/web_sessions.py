@@ -29,9 +29,11 @@ WITH live AS (
     FROM web_sessions s LEFT JOIN api_keys k ON k.id = s.api_key_id
     LEFT JOIN users u ON u.id = s.user_id
     -- A user's role here: the project's own for them when set, else their organisation's; an
-    -- owner holds every project, whatever a project's row says.
+    -- owner holds every project, whatever a project's row says, and owner is never one
+    -- project's (a row written before that was refused counts for nothing).
     LEFT JOIN LATERAL (
-        SELECT CASE WHEN m.role = 'owner' THEN 'owner' ELSE coalesce(pr.role, m.role) END AS role,
+        SELECT CASE WHEN m.role = 'owner' THEN 'owner'
+                    ELSE coalesce(nullif(pr.role, 'owner'), m.role) END AS role,
                m.role AS organisation_role
         FROM memberships m JOIN projects p ON p.organisation_id = m.organisation_id
         LEFT JOIN project_roles pr ON pr.user_id = m.user_id AND pr.project_id = p.id

@@ -111,6 +111,15 @@ async def test_owner_is_never_one_projects_role(
         )
         assert raised.status_code == 403
         assert await org_role(database_url, them) == "member"
+        # A project "owner" row written before owner was refused counts for nothing.
+        await fetch(
+            database_url,
+            "INSERT INTO project_roles (user_id, project_id, role) SELECT $1, p.id, 'owner' "
+            "FROM projects p JOIN memberships m ON m.organisation_id = p.organisation_id "
+            "WHERE m.user_id = $1 RETURNING 1",
+            uuid.UUID(them),
+        )
+        assert "Role: member" in shown_text((await person.get("/datasets")).text)
         listing = (await owner.get("/settings/members")).text
         project_choices = listing.split('name="project_role"', 1)[1].split("</select>", 1)[0]
         assert '<option value="admin"' in project_choices
