@@ -9,7 +9,7 @@ from uuid import UUID
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath
 
-from agentlasso.domain.accounts import ROLES
+from agentlasso.domain.accounts import ROLES, role_includes
 from agentlasso.errors import BeyondRole, Conflict, InvalidInput
 from agentlasso.http.auth import PlatformDep
 from agentlasso.http.pagination import parse_id
@@ -125,6 +125,8 @@ async def members_page(
         members=await member_service.list_members(platform, session.project_id),
         role_choices=ROLE_CHOICES,
         project_role_choices=PROJECT_ROLE_CHOICES,
+        organisation_admin=session.organisation_role is not None
+        and role_includes(session.organisation_role, "admin"),
         errors=errors or {},
         email=email,
         role=role,

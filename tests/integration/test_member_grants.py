@@ -66,8 +66,11 @@ async def test_a_project_admin_cannot_change_the_organisation(
         csrf = await signed_in_owner(owner, database_url, organisation)
         _, me, my_csrf = await joined(owner, csrf, person, "viewer")
         assert (await set_project_role(owner, csrf, me, "admin")).status_code == 303
-        # An admin of this project: the project's forms are open to them...
-        assert (await person.get("/settings/members")).status_code == 200
+        # An admin of this project: the page shows the project's forms, not the organisation's.
+        page = await person.get("/settings/members")
+        assert page.status_code == 200 and "/project-role" in page.text
+        assert "/settings/members/invite" not in page.text and f"{me}/role" not in page.text
+        assert "need the role admin in the organisation" in shown_text(page.text)
         refusal = ORGANISATION_ADMINS_ONLY.format(role="viewer")
         raised = await person.post(
             f"/settings/members/{me}/role", data={"role": "admin", "csrf_token": my_csrf}
