@@ -217,3 +217,15 @@ async def record_label(
 async def progress(platform: Platform, project_id: UUID) -> tuple[int, int, list[tuple[str, int]]]:
     """The queue's pending and done counts, and how many items each reviewer has labelled."""
     return await rows.progress(platform.pool, project_id)
+
+
+async def next_to_label(
+    platform: Platform, project_id: UUID, caller: Caller, after: UUID
+) -> UUID | None:
+    """The next pending item the caller has still to label (after this one, then from the
+    start of the queue); None when there is none."""
+    item = await get_item(platform, project_id, after)
+    user_id = caller.actor.id if isinstance(caller.actor, UserActor) else None
+    return await rows.next_pending(
+        platform.pool, project_id, item, reviewer_of(caller.actor), user_id
+    )

@@ -44,20 +44,21 @@ class CaseCardPages(Controller):
             platform, session_of(request).project_id, parse_id(run_id, "run"),
             parse_id(test_case_id, "test case"), trial,
         )  # fmt: skip
-        checks = checks_shown(card.result)
-        result = card.result
-        if result.turns is not None:
-            conversation = chat(result.turns, checks, result.ended_by, result.not_played_reason)
-            return page(
-                request, "case_card.html", card=card, run=card.run, result=result,
-                graded=card.graded, checks=checks, conversation=conversation,
-            )  # fmt: skip
-        observation = observation_of(result)
-        return page(
-            request, "case_card.html", card=card, run=card.run, result=result,
-            graded=card.graded, checks=checks, conversation=None,
-            **reply_shown(observation, card.graded.content, result),
-        )  # fmt: skip
+        return page(request, "case_card.html", **card_shown(card))
+
+
+def card_shown(card: card_service.CaseCard) -> dict[str, Any]:
+    """What the card's template shows of one result (the review item page shows the same)."""
+    checks = checks_shown(card.result)
+    result = card.result
+    shown = {"card": card, "run": card.run, "result": result, "graded": card.graded,
+             "checks": checks}  # fmt: skip
+    if result.turns is not None:
+        conversation = chat(result.turns, checks, result.ended_by, result.not_played_reason)
+        return {**shown, "conversation": conversation}
+    observation = observation_of(result)
+    return {**shown, "conversation": None,
+            **reply_shown(observation, card.graded.content, result)}  # fmt: skip
 
 
 def reply_shown(

@@ -14,6 +14,7 @@ from litestar.types import ControllerRouterHandler
 from agentlasso.config import Settings
 from agentlasso.errors import AgentLassoError, TooManyRequests, Unavailable
 from agentlasso.http.problems import on_http_error, status_of
+from agentlasso.web.agreement_pages import AgreementPages
 from agentlasso.web.audit_pages import AuditLogPages
 from agentlasso.web.case_cards import CaseCardPages
 from agentlasso.web.case_editor import CaseEditorPages
@@ -29,6 +30,7 @@ from agentlasso.web.page_limits import (
     within_page_rate,
 )
 from agentlasso.web.rendering import PAGE_HEADERS, STATIC_DIR, page, redirect
+from agentlasso.web.review_pages import ReviewPages
 from agentlasso.web.run_live import run_live
 from agentlasso.web.run_pages import RunPages
 from agentlasso.web.run_start import RunStartPages
@@ -72,6 +74,8 @@ SIGNED_IN_PAGES: list[ControllerRouterHandler] = [
     ComparePages,
     TracePages,
     GenerationPages,
+    ReviewPages,
+    AgreementPages,
     sign_out,
 ]
 

@@ -97,6 +97,7 @@ class RunPages(Controller):
             choices={"outcome": OUTCOME_CHOICES, "check_type": FAILED_CHECK_CHOICES,
                      "severity": SEVERITY_CHOICES},
             can_rerun=await _can_rerun(platform, project_id, run), form_id=new_form_id(),
+            queued=query.get("queued"),
         )  # fmt: skip
 
     @post("/runs/{run_id:str}/cancel", name="cancel_run")
