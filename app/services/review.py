@@ -219,13 +219,10 @@ async def progress(platform: Platform, project_id: UUID) -> tuple[int, int, list
     return await rows.progress(platform.pool, project_id)
 
 
-async def next_to_label(
-    platform: Platform, project_id: UUID, caller: Caller, after: UUID
-) -> UUID | None:
-    """The next pending item the caller has still to label (after this one, then from the
-    start of the queue); None when there is none."""
-    item = await get_item(platform, project_id, after)
+async def next_to_label(platform: Platform, caller: Caller, after: ReviewItem) -> UUID | None:
+    """The next pending item of the project the caller has still to label (after this one, then
+    from the start of the queue); None when there is none."""
     user_id = caller.actor.id if isinstance(caller.actor, UserActor) else None
     return await rows.next_pending(
-        platform.pool, project_id, item, reviewer_of(caller.actor), user_id
+        platform.pool, after.project_id, after, reviewer_of(caller.actor), user_id
     )

@@ -90,8 +90,7 @@ class ReviewPages(Controller):
         """Save the person's labels of the item, then on to the next item they have still to
         label (or back to the queue when there is none)."""
         item = await _item_of(request, platform, item_id)
-        shown = await _shown_of(platform, item)
-        judged = shown.get("judged", [])
+        judged = await _judged_of(platform, item)
         form = await request.form()
         errors: dict[str, str] = {}
         posted = posted_label(form, judged, errors)
@@ -104,10 +103,8 @@ class ReviewPages(Controller):
                 errors = by_field(exc.errors)
         if errors:
             values = posted_values(form, judged)
-            return await item_page(request, platform, item, shown, values, errors)
-        following = await service.next_to_label(
-            platform, item.project_id, caller_of(request), item.id
-        )
+            return await item_page(request, platform, item, values=values, errors=errors)
+        following = await service.next_to_label(platform, caller_of(request), item)
         if following is None:
             return redirect(request, "/review?finished=1")
         return redirect(request, f"/review/{following}?saved=1")
@@ -169,6 +166,14 @@ def _one_line(value: object, most: int = 80) -> str:
     return shown if len(shown) <= most else shown[: most - 1] + "…"
 
 
+async def _judged_of(platform: Platform, item: ReviewItem) -> list[JudgedCheck]:
+    """The item's judged checks, in the order the form lists them (a trace has none)."""
+    if item.trace_id is not None:
+        return []
+    result, graded = await service.result_of(platform, item)
+    return list(service.judged_of(result, graded).values())
+
+
 def _judged_rows(judged: list[JudgedCheck]) -> list[dict[str, Any]]:
     return [
         {"field": check_field(index), "check": check, "name": _check_name(check)}
@@ -195,13 +200,12 @@ async def item_page(
     request: Request[Any, Any, Any],
     platform: Platform,
     item: ReviewItem,
-    shown: dict[str, Any] | None = None,
     values: Mapping[str, str] | None = None,
     errors: dict[str, str] | None = None,
     saved: bool = False,
 ) -> Response[Any]:
     """The item page: the form filled in with what was posted, else the person's own label."""
-    shown = shown if shown is not None else await _shown_of(platform, item)
+    shown = await _shown_of(platform, item)
     judged: list[JudgedCheck] = shown["judged"]
     labels = await service.labels_of(platform, item)
     mine = reviewer_of(session_of(request).actor).key

@@ -83,12 +83,8 @@ async def label_from_the_keyboard(page: Page) -> None:
         await page.keyboard.press("Enter")
 
 
-async def test_people_label_from_the_keyboard_and_their_disagreements_calibrate_the_judge(
-    signed_in_page: Page, api: httpx.AsyncClient, judging: tuple[str, FakeAnthropic]
-) -> None:
-    page, anthropic = signed_in_page, judging[1]
-    dataset_id, run_id, case_ids = await judged_run(api, REPLIES)
-
+async def send_the_run_to_review_and_label_it(page: Page, run_id: str) -> None:
+    """From the run's page: Send to review, the queue, then every item with Save and next."""
     await page.goto(f"/runs/{run_id}")
     await page.get_by_label("Send to review", exact=True).select_option("all")
     await page.get_by_role("button", name="Send to review").click()
@@ -108,6 +104,10 @@ async def test_people_label_from_the_keyboard_and_their_disagreements_calibrate_
     await expect(page).to_have_url(re.compile(r"/review\?finished=1$"))
     await expect(page.get_by_text("0 pending · 5 done")).to_be_visible()
 
+
+async def make_two_disagreements_examples(page: Page, dataset_id: str) -> None:
+    """Judge agreement from the dataset's page: the kappa, the two disagreements a click away,
+    each made an example."""
     await page.goto(f"/datasets/{dataset_id}")
     await page.get_by_role("link", name="Judge agreement").click()
     people = ["passed" if people_pass(reply) else "failed" for reply in REPLIES]
@@ -129,6 +129,15 @@ async def test_people_label_from_the_keyboard_and_their_disagreements_calibrate_
         await expect(page.get_by_role("button", name="Make an example")).to_have_count(2 - made)
     await assert_accessible(page, context="judge agreement after two examples")
 
+
+async def test_people_label_from_the_keyboard_and_their_disagreements_calibrate_the_judge(
+    signed_in_page: Page, api: httpx.AsyncClient, judging: tuple[str, FakeAnthropic]
+) -> None:
+    page, anthropic = signed_in_page, judging[1]
+    dataset_id, run_id, case_ids = await judged_run(api, REPLIES)
+    await send_the_run_to_review_and_label_it(page, run_id)
+    await make_two_disagreements_examples(page, dataset_id)
+
     asked_before = len(anthropic.requests)
     again = await ci_run_of(api, dataset_id, dict(zip(case_ids, REPLIES, strict=True)))
     assert (again["judge"]["calls"], again["judge"]["cached"]) == (2, 3)
@@ -137,6 +146,7 @@ async def test_people_label_from_the_keyboard_and_their_disagreements_calibrate_
     for prompt in prompts:
         assert "<criterion_examples>" in prompt and NOTE in prompt
 
+    # The calibrated case's card: a fresh judge call; an unchanged case's: from the cache.
     calibrated, unchanged = case_ids[3], case_ids[0]
     await page.goto(f"/runs/{again['run_id']}/cases/{calibrated}")
     await expect(page.get_by_text("answered from the cache")).to_have_count(0)
