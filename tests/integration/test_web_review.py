@@ -16,9 +16,12 @@ import pytest_asyncio
 from sklearn.metrics import cohen_kappa_score
 
 from agentlasso.config import Settings
+from agentlasso.db.pool import create_pool
 from agentlasso.domain.scopes import Scope
 from agentlasso.services.accounts import create_user_at
 from agentlasso.services.api_keys import create_key_for_project_name
+from agentlasso_workers.trace_reading import read_waiting_traces
+from tests.integration.test_web_traces import GREETING, GREETING_REPLY, PROTOBUF, greeting
 from tests.support.accounts import PASSWORD, new_email, set_password
 from tests.support.databases import key_of_scope, new_project_key
 from tests.support.judged_runs import (
@@ -29,6 +32,7 @@ from tests.support.judged_runs import (
     judged_run,
     judging_platform,
 )
+from tests.support.otlp import protobuf_request
 from tests.support.web import browser, csrf_token, lands_on, shown_text, signed_in_csrf
 
 ITEM_LINK = re.compile(r'href="/review/([0-9a-f-]{36})"')
@@ -236,3 +240,30 @@ async def test_kappa_of_one_class_is_said_to_be_undefined_never_a_number(
     shown = shown_text((await web.get(f"/datasets/{dataset_id}/judge-agreement")).text)
     assert "undefined (one class only)" in shown
     assert "none" in shown, "no disagreements"
+
+
+async def test_a_trace_item_shows_its_input_and_reply_and_takes_a_verdict_and_a_correction(
+    web: httpx.AsyncClient, api: httpx.AsyncClient, database_url: str
+) -> None:
+    spans = greeting()
+    sent = await api.post("/v1/traces", content=protobuf_request(spans), headers=PROTOBUF)
+    assert sent.status_code == 200, sent.text
+    pool = await create_pool(database_url, min_size=1, max_size=2, acquire_timeout_s=10)
+    try:
+        await read_waiting_traces(pool)
+    finally:
+        await pool.close()
+    trace_id = spans[0].trace_id
+    queued = await api.post("/api/v1/review-items", json={"trace_ids": [trace_id]})
+    assert queued.status_code == 201, queued.text
+    (item_id,) = await queue_items(web)
+
+    item = await web.get(f"/review/{item_id}")
+    shown = shown_text(item.text)
+    assert GREETING in shown and GREETING_REPLY in shown
+    assert 'value="agree"' not in item.text, "a trace has no checks to agree with"
+    corrected = "We are open from 9 to 6, Monday to Saturday."
+    saved = await save(web, item_id, verdict="failed", corrected_output=corrected)
+    assert lands_on(saved).endswith("/review?finished=1")
+    after = shown_text((await web.get(f"/review/{item_id}")).text)
+    assert "1 label" in after and corrected in after
