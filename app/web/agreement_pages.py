@@ -9,6 +9,7 @@ from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath
 
 from agentlasso.db.judge_agreement import Disagreement
+from agentlasso.domain.judge_agreement import Agreement
 from agentlasso.domain.review import Verdict
 from agentlasso.errors import FieldError, InvalidInput
 from agentlasso.http.auth import PlatformDep
@@ -45,6 +46,18 @@ def _disagreement(found: Disagreement) -> dict[str, Any]:
     }
 
 
+def _interval(figures: Agreement) -> str | None:
+    low_high = figures.kappa_ci95
+    return None if low_high is None else f"{low_high[0]:.2f} to {low_high[1]:.2f}"
+
+
+def _earlier(figures: Agreement | None) -> dict[str, Any] | None:
+    if figures is None:
+        return None
+    return {"figures": figures, "kappa": kappa_text(figures.cohen_kappa),
+            "interval": _interval(figures)}  # fmt: skip
+
+
 def _criterion(found: service.CriterionAgreement, index: int) -> dict[str, Any]:
     figures = found.figures
     return {
@@ -52,8 +65,8 @@ def _criterion(found: service.CriterionAgreement, index: int) -> dict[str, Any]:
         "counts": found.counts,
         "figures": figures,
         "kappa": kappa_text(figures.cohen_kappa),
-        "interval": None if figures.kappa_ci95 is None else
-        f"{figures.kappa_ci95[0]:.2f} to {figures.kappa_ci95[1]:.2f}",
+        "interval": _interval(figures),
+        "earlier": _earlier(found.earlier),
         "self_consistency": found.self_consistency,
         "reviewer_agreement": found.reviewer_agreement,
         "disagreements": [_disagreement(each) for each in found.disagreements],

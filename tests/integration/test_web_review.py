@@ -224,6 +224,8 @@ async def test_judge_agreement_shows_the_figures_and_makes_an_example_of_a_disag
     assert made.status_code == 303, made.text
     after = shown_text((await web.get(lands_on(made))).text)
     assert "the case has a new revision (2)" in after and "the judge will see the example" in after
+    earlier = after[after.index("Before the cases last changed") :]
+    assert f"{CRITERION} 1 0.0%" in earlier, "the calibrated case's label, on its old revision"
     case = (await api.get(f"/api/v1/test-cases/{case_ids[2]}")).json()
     (example,) = case["checks"][0]["examples"]
     assert (example["verdict"], example["note"]) == ("passed", f"note {case_ids[2][:8]}")
