@@ -70,9 +70,9 @@ async def send_to_review(web: httpx.AsyncClient, run_id: str, outcome: str = "al
     return shown_text((await web.get(lands_on(sent))).text)
 
 
-async def queue_items(web: httpx.AsyncClient) -> list[str]:
+async def queue_items(web: httpx.AsyncClient, **filters: str) -> list[str]:
     """The items the queue lists, in its order."""
-    queue = await web.get("/review")
+    queue = await web.get("/review", params=filters)
     assert queue.status_code == 200, queue.text
     return list(dict.fromkeys(ITEM_LINK.findall(queue.text)))
 
@@ -112,6 +112,11 @@ async def test_a_run_sent_to_review_is_labelled_with_save_and_next(
     assert lands_on(done).endswith("/review?finished=1")
     queue = shown_text((await web.get(lands_on(done))).text)
     assert "Nothing is left for you to label" in queue and "0 pending · 2 done" in queue
+    assert await queue_items(web, status="pending") == []
+    assert await queue_items(web, status="done") == [first, second]
+    assert await queue_items(web, assignee="unassigned") == [first, second]
+    mine = shown_text((await web.get("/review", params={"assignee": "mine"})).text)
+    assert "You signed in with an API key: no item is assigned to a key." in mine
 
     # A second reviewer (another key of the project, through the API) beside the first.
     other_key = await key_of_scope(database_url, api.headers["x-api-key"], Scope.ADMIN)
@@ -145,6 +150,10 @@ async def test_a_label_with_no_verdict_or_a_bad_one_is_shown_again_naming_the_fi
     assert "Choose Passes or Fails" in shown_text(bad.text)
     assert "Choose Agree or Disagree" in shown_text(bad.text)
     assert "0 labels" in shown_text((await web.get(f"/review/{item_id}")).text)
+    csrf = await csrf_token(web)
+    no_sample = {"csrf_token": csrf, "run_id": run_id, "outcome": "all", "limit": "0"}
+    refused = await web.post("/review/queue", data=no_sample)
+    assert refused.status_code == 422 and "A sample of 1 to 10,000 results." in refused.text
 
 
 async def test_another_projects_item_is_not_found_and_a_viewer_may_not_label(
