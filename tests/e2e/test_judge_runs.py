@@ -352,6 +352,7 @@ async def test_a_projects_own_key_judges_its_runs_and_no_one_elses(
     assert shown == {
         "anthropic_api_key_set": True, "model": "claude-haiku-4-5", "server_key_set": False,
         "effective_model": "claude-haiku-4-5", "judge_configured": True,
+        "doubted_judge_not_graded": False,
     }  # fmt: skip
     assert "sk-ant" not in set_key.text
     result = judged.json()["results"][0]
