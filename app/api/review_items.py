@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from typing import Annotated
-from uuid import UUID
 
 from litestar import Controller, get, post
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
@@ -140,7 +139,7 @@ class ReviewItemController(Controller):
         unassigned = assignee is not None and assignee.lower() == "none"
         user_id = None
         if assignee is not None and not unassigned:
-            user_id = await _assignee_filter(platform, project_id, assignee)
+            user_id = await service.member_id(platform, project_id, assignee)
         after = decode_cursor(cursor) or None
         items = []
         if assignee is None or unassigned or user_id is not None:
@@ -204,15 +203,6 @@ class ReviewItemController(Controller):
             body_id(data.dataset_id, "/dataset_id", "dataset"),
         )
         return case_out(case)
-
-
-async def _assignee_filter(platform: PlatformDep, project_id: UUID, email: str) -> UUID | None:
-    """The member the filter names; None when nobody in the organisation has the email (whose
-    items are then none)."""
-    try:
-        return await service.assignee_id(platform, project_id, email)
-    except InvalidInput:
-        return None
 
 
 async def _item_in_full(platform: PlatformDep, item: ReviewItem) -> ReviewItemOut:

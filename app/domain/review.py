@@ -25,6 +25,9 @@ EXPECTATION_ID = "expectation"
 # What a reviewer writes: a note a person reads, a corrected reply as long as a reply may be.
 MAX_NOTE_CHARS = 4_000
 MAX_CORRECTED_OUTPUT_CHARS = 100_000
+# What one call may queue: a random sample of a run's results, or traces by id.
+MAX_SAMPLE = 10_000
+MAX_TRACES_PER_CALL = 1_000
 Note = Annotated[str, msgspec.Meta(max_length=MAX_NOTE_CHARS)]
 
 

@@ -11,6 +11,8 @@ import msgspec
 from agentlasso.domain.checks import MAX_EXAMPLE_NOTE_CHARS, CheckType
 from agentlasso.domain.review import (
     MAX_CORRECTED_OUTPUT_CHARS,
+    MAX_SAMPLE,
+    MAX_TRACES_PER_CALL,
     CheckLabel,
     JudgedKind,
     Note,
@@ -31,8 +33,10 @@ class ReviewEnqueue(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     run_id: UUID | None = None
     outcome: Literal["passed", "failed", "not_graded"] | None = None
     check_type: CheckType | None = None
-    limit: Annotated[int, msgspec.Meta(ge=1, le=10_000)] | None = None
-    trace_ids: Annotated[list[TraceId], msgspec.Meta(min_length=1, max_length=1_000)] | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_SAMPLE)] | None = None
+    trace_ids: (
+        Annotated[list[TraceId], msgspec.Meta(min_length=1, max_length=MAX_TRACES_PER_CALL)] | None
+    ) = None
     assignee: Email | None = None
 
 

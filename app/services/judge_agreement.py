@@ -16,7 +16,7 @@ import msgspec
 from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import judge_agreement as rows
 from agentlasso.db.judge_agreement import CriterionCounts, Disagreement
-from agentlasso.domain.judge_agreement import Agreement, agreement_figures
+from agentlasso.domain.judge_agreement import Agreement, agreement_figures, share
 from agentlasso.errors import NotFound
 from agentlasso.services.platform import Platform
 
@@ -33,14 +33,17 @@ class CriterionAgreement(msgspec.Struct, frozen=True, kw_only=True):
     # they last changed); None when there are none.
     earlier: Agreement | None
     disagreements: tuple[Disagreement, ...]
-    # Share of agreeing pairs of the judge's samples of one reply; None without samples.
-    self_consistency: float | None
-    # Share of agreeing pairs of people on one result; None where no result has two labels.
-    reviewer_agreement: float | None
 
+    @property
+    def self_consistency(self) -> float | None:
+        """How often repeated judging of one reply agreed; None without samples."""
+        return self.counts.self_consistency
 
-def _share(agreed: int, pairs: int) -> float | None:
-    return None if pairs == 0 else agreed / pairs
+    @property
+    def reviewer_agreement(self) -> float | None:
+        """Share of agreeing pairs of people on one result; None where no result has two
+        labels."""
+        return share(self.counts.reviewer_pairs_agreed, self.counts.reviewer_pairs)
 
 
 Key = tuple[str, str | None]
@@ -84,8 +87,6 @@ async def dataset_agreement(
                 figures=agreement_figures(counts.confusion()),
                 earlier=None if before is None else agreement_figures(before.confusion()),
                 disagreements=tuple(by_criterion.get(key, ())),
-                self_consistency=counts.self_consistency,
-                reviewer_agreement=_share(counts.reviewer_pairs_agreed, counts.reviewer_pairs),
             )
         )
     return found_criteria

@@ -36,8 +36,6 @@ from agentlasso.grading.plan import plan_case
 from agentlasso.services import runs as run_service
 from agentlasso.services.platform import Platform
 
-MAX_TRACES_PER_CALL = 1_000
-MAX_SAMPLE = 10_000
 _MISSING_ITEM = "No review item with this id in your project."
 
 
@@ -54,16 +52,25 @@ def _refuse(pointer: str, detail: str) -> InvalidInput:
     return InvalidInput(detail, [FieldError(pointer=pointer, detail=detail)])
 
 
-async def assignee_id(platform: Platform, project_id: UUID, email: str | None) -> UUID | None:
-    """The organisation member with this email (compared without case), or a 422 naming
-    /assignee; None when no one is named."""
-    if email is None:
-        return None
+async def member_id(platform: Platform, project_id: UUID, email: str) -> UUID | None:
+    """The organisation member with this email (compared without case); None when nobody in
+    the organisation has it."""
     organisation_id = await memberships.organisation_of_project(platform.pool, project_id)
     for member in await memberships.members(platform.pool, organisation_id, project_id):
         if member.email.lower() == email.lower():
             return member.user_id
-    raise _refuse("/assignee", "No member of your organisation has this email.")
+    return None
+
+
+async def assignee_id(platform: Platform, project_id: UUID, email: str | None) -> UUID | None:
+    """The member an item is assigned to, or a 422 naming /assignee; None when no one is
+    named."""
+    if email is None:
+        return None
+    found = await member_id(platform, project_id, email)
+    if found is None:
+        raise _refuse("/assignee", "No member of your organisation has this email.")
+    return found
 
 
 async def enqueue_results(

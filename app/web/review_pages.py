@@ -10,7 +10,14 @@ from typing import Any
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath
 
-from agentlasso.domain.review import JudgedCheck, ReviewItem, ReviewLabel, ReviewStatus, reviewer_of
+from agentlasso.domain.review import (
+    MAX_SAMPLE,
+    JudgedCheck,
+    ReviewItem,
+    ReviewLabel,
+    ReviewStatus,
+    reviewer_of,
+)
 from agentlasso.errors import FieldError, InvalidInput, NotFound
 from agentlasso.http.auth import PlatformDep
 from agentlasso.http.pagination import parse_id
@@ -64,8 +71,8 @@ class ReviewPages(Controller):
         limit = number_field(form, "limit", int, errors)
         if outcome not in QUEUE_OUTCOMES:
             errors["outcome"] = "Choose failed, passed, not graded or all results."
-        if limit is not None and not 1 <= limit <= service.MAX_SAMPLE:
-            errors["limit"] = f"A sample of 1 to {service.MAX_SAMPLE:,} results."
+        if limit is not None and not 1 <= limit <= MAX_SAMPLE:
+            errors["limit"] = f"A sample of 1 to {MAX_SAMPLE:,} results."
         if errors:
             name, detail = next(iter(errors.items()))
             raise InvalidInput(detail, [FieldError(pointer=f"/{name}", detail=detail)])

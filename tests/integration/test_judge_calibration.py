@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 
 from agentlasso.config import Settings
-from tests.support.api import all_results
+from tests.support.api import all_results, create_dataset
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key
 from tests.support.fake_anthropic import FakeAnthropic
@@ -24,7 +24,6 @@ from tests.support.judged_runs import (
     ci_run_of,
     judged_run,
     judging_platform,
-    new_judged_dataset,
 )
 
 NOTE = "20 EUR is the amount: it meets the criterion."
@@ -116,7 +115,7 @@ async def test_disagreements_made_examples_reach_the_prompt_and_miss_the_cache(
     earlier = after["earlier_revisions"]
     assert isinstance(earlier, dict) and earlier["labelled"] == 2
     assert earlier["confusion"]["judge_failed_human_passed"] == 2
-    assert set(items) == set(case_ids)
+    assert set(items) == set(case_ids), "every result of the run was queued and labelled"
 
 
 async def test_bad_examples_are_refused_naming_what_is_wrong(
@@ -166,14 +165,14 @@ async def test_a_completed_run_warns_of_a_judge_people_have_not_checked_or_disag
 async def test_a_run_without_an_ai_judge_check_has_no_judge_warnings(
     api: httpx.AsyncClient,
 ) -> None:
-    dataset_id, case_ids = await new_judged_dataset(api, 0)
+    dataset = await create_dataset(api)
     created = await api.post(
-        f"/api/v1/datasets/{dataset_id}/test-cases",
+        f"/api/v1/datasets/{dataset['id']}/test-cases",
         json={"input": "hi", "checks": [{"type": "output_contains", "value": "refund"}]},
     )
     assert created.status_code == 201, created.text
-    final = await ci_run_of(api, dataset_id, {created.json()["id"]: RIGHT})
-    assert final["judge_warnings"] == [] and case_ids == []
+    final = await ci_run_of(api, dataset["id"], {created.json()["id"]: RIGHT})
+    assert final["status"] == "completed" and final["judge_warnings"] == []
 
 
 async def test_a_project_may_count_a_doubted_criterions_failures_as_not_graded(
