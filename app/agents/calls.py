@@ -12,11 +12,19 @@ from agentlasso.domain.conversation_play import TurnAnswer
 
 
 class AgentTarget(msgspec.Struct, frozen=True):
-    """The agent to call: its URL, its headers (already decrypted) and one attempt's timeout."""
+    """The agent to call: its URL, its headers (already decrypted), one attempt's timeout, and
+    the protocol it speaks with what that protocol sends besides the case (section 14)."""
 
     url: str
     headers: dict[str, str]
     timeout_s: float
+    # agentlasso (section 3), openai_chat or a2a; for a2a, `url` is the card's JSON-RPC endpoint.
+    protocol: str = "agentlasso"
+    # What an openai_chat request carries besides the conversation: `model`, the system prompt
+    # first, and the agent's declared tools as function tools.
+    model: str | None = None
+    system_prompt: str | None = None
+    tools: tuple[dict[str, Any], ...] = ()
 
 
 class AgentCallResult(msgspec.Struct, frozen=True):
@@ -32,6 +40,8 @@ class AgentCallResult(msgspec.Struct, frozen=True):
     outcome: str = "ok"
     # The agent answered `"end": true`: it ends the conversation (contract section 13).
     end: bool = False
+    # The W3C trace id the call's `traceparent` carried (section 14); None: never sent.
+    agent_trace_id: str | None = None
 
     def call_record(self) -> AgentCall:
         """What a stored result keeps of this call."""
