@@ -16,10 +16,14 @@ CREATE TABLE agents (
     tools jsonb,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    protocol text NOT NULL DEFAULT 'agentlasso'::text,
+    model text,
+    a2a_card jsonb,
     CONSTRAINT agents_id_project_key UNIQUE (id, project_id),
     CONSTRAINT agents_max_concurrency_check CHECK (((max_concurrency >= 1) AND (max_concurrency <= 10000))),
     CONSTRAINT agents_pkey PRIMARY KEY (id),
     CONSTRAINT agents_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
+    CONSTRAINT agents_protocol_check CHECK ((protocol = ANY (ARRAY['agentlasso'::text, 'openai_chat'::text, 'a2a'::text]))),
     CONSTRAINT agents_timeout_s_check CHECK (((timeout_s >= (1)::double precision) AND (timeout_s <= (300)::double precision)))
 );
 CREATE INDEX agents_project_seq_idx ON agents USING btree (project_id, seq);
@@ -152,11 +156,13 @@ CREATE TABLE case_results (
     conversation_attempt integer,
     simulated_usage jsonb,
     not_played_reason text,
+    agent_trace_ids jsonb,
     CONSTRAINT case_results_ended_by_check CHECK ((ended_by = ANY (ARRAY['script'::text, 'agent'::text, 'simulated_user'::text, 'max_turns'::text, 'error'::text]))),
     CONSTRAINT case_results_outcome_check CHECK ((outcome = ANY (ARRAY['passed'::text, 'failed'::text, 'not_graded'::text]))),
     CONSTRAINT case_results_pkey PRIMARY KEY (run_id, test_case_id, trial),
     CONSTRAINT case_results_revision_id_fkey FOREIGN KEY (revision_id) REFERENCES test_case_revisions(id)
 );
+CREATE INDEX case_results_agent_trace_ids_idx ON case_results USING gin (agent_trace_ids jsonb_path_ops) WHERE (agent_trace_ids IS NOT NULL);
 CREATE INDEX case_results_partially_graded_idx ON case_results USING btree (run_id, outcome, seq) WHERE partially_graded;
 CREATE INDEX case_results_run_outcome_seq_idx ON case_results USING btree (run_id, outcome, seq);
 CREATE INDEX case_results_run_seq_idx ON case_results USING btree (run_id, seq);

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import time
 from collections.abc import Mapping
 from types import TracebackType
@@ -54,9 +55,13 @@ _INVALID = "invalid_reply"
 # Sent whatever the agent's stored headers say: identity keeps a gzip bomb from being inflated.
 _FIXED_HEADERS = [(b"Content-Type", b"application/json"), (b"Accept-Encoding", b"identity")]
 _DEFAULT_HEADERS = {"user-agent": b"AgentLasso", "accept": b"application/json"}
+# traceparent is the call's own (section 14): a stored header of that name is never sent.
 _RESERVED_HEADERS = frozenset(
-    {"content-type", "accept-encoding", "content-length", "transfer-encoding", "host", "connection"}
-)
+    {
+        "content-type", "accept-encoding", "content-length", "transfer-encoding", "host",
+        "connection", "traceparent",
+    }
+)  # fmt: skip
 _ENDPOINT_CACHE_SIZE = 4096
 
 
@@ -142,13 +147,14 @@ class AgentClient:
         if head is None:
             return _refused_before_sending(request_refused(), started)
         content = msgspec.json.encode(body)
-        request = b"%s%d\r\n\r\n%s" % (head, len(content), content)
+        trace_id, traceparent = new_traceparent()
+        request = b"%s%d\r\ntraceparent: %s\r\n\r\n%s" % (head, len(content), traceparent, content)
         attempts: list[Attempt] = []
         while True:
             outcome, latency_ms = await self._attempt(endpoint.origin, request, target.timeout_s)
             attempts.append(Attempt(len(attempts) + 1, outcome.status, latency_ms, outcome.error))
             if not outcome.retryable or len(attempts) >= self._retry.max_attempts:
-                return _result(outcome, tuple(attempts), _elapsed_ms(started))
+                return _result(outcome, tuple(attempts), _elapsed_ms(started), trace_id)
             await self._sleep(self._retry.delay_s(len(attempts), outcome.retry_after_s))
 
     async def aclose(self) -> None:
@@ -281,19 +287,32 @@ def _status_failure(status: int, headers: list[tuple[bytes, bytes]]) -> _Outcome
     )
 
 
-def _result(outcome: _Outcome, attempts: tuple[Attempt, ...], latency_ms: int) -> AgentCallResult:
+def new_traceparent() -> tuple[str, bytes]:
+    """A fresh W3C trace context for one call: its trace id, and the `traceparent` value (this
+    call as the parent span, sampled). Every try of the call carries the same one."""
+    random = os.urandom(24).hex()
+    return random[:32], b"00-%s-%s-01" % (random[:32].encode(), random[32:].encode())
+
+
+def _result(
+    outcome: _Outcome, attempts: tuple[Attempt, ...], latency_ms: int, trace_id: str
+) -> AgentCallResult:
     """The call's result from its last attempt's outcome."""
     if outcome.reply is not None:
         reply = outcome.reply
         return _counted(
             AgentCallResult(
-                reply.output, reply.tool_calls, None, attempts, latency_ms, end=reply.end
+                reply.output, reply.tool_calls, None, attempts, latency_ms,
+                end=reply.end, agent_trace_id=trace_id,
             )
-        )
+        )  # fmt: skip
     error = with_tries(outcome.error or "the agent call failed", len(attempts))
     return _counted(
-        AgentCallResult(msgspec.UNSET, msgspec.UNSET, error, attempts, latency_ms, outcome.kind)
-    )
+        AgentCallResult(
+            msgspec.UNSET, msgspec.UNSET, error, attempts, latency_ms, outcome.kind,
+            agent_trace_id=trace_id,
+        )
+    )  # fmt: skip
 
 
 def _refused_before_sending(error: str, started: float) -> AgentCallResult:

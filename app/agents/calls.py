@@ -60,4 +60,5 @@ class AgentCallResult(msgspec.Struct, frozen=True):
         return TurnAnswer(
             actual_output=self.actual_output, actual_tool_calls=self.actual_tool_calls,
             latency_ms=self.latency_ms, error=self.error, end=self.end,
+            agent_trace_id=self.agent_trace_id,
         )  # fmt: skip

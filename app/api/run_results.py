@@ -92,6 +92,7 @@ def stored_result_out(stored: DomainStoredResult, trials: TrialSummary | None) -
         agent_call=None
         if call is None
         else AgentCall(latency_ms=call.latency_ms, attempts=call.attempts, error=call.error),
+        agent_trace_id=msgspec.UNSET if stored.agent_trace_id is None else stored.agent_trace_id,
         latency_ms=(
             msgspec.UNSET if stored.reported.latency_ms is None else stored.reported.latency_ms
         ),

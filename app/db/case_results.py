@@ -50,7 +50,7 @@ SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::uuid[], $5::text[], 
     $7::bool[], $8::bool[], $9::bool[], $10::float8[], $11::bool[], $12::text[], $13::jsonb[],
     $14::jsonb[], $15::bool[], $16::jsonb[], $17::bool[], $18::jsonb[], $19::int[], $20::jsonb[],
     $21::text[], $22::bool[], $23::jsonb[], $24::jsonb[], $25::text[], $26::int[], $27::jsonb[],
-    $28::text[])
+    $28::text[], $29::jsonb[])
 ON CONFLICT (run_id, test_case_id, trial) DO NOTHING
 RETURNING seq, test_case_id, trial, {_FLAG_COLUMNS}
 """
@@ -111,7 +111,8 @@ LIMIT $4
 _JSONB_COLUMNS = frozenset(
     RESULT_COLUMNS.index(name)
     for name in ("check_results", "ungraded_items", "actual_output", "actual_tool_calls",
-                 "agent_attempts", "judge_records", "turns", "simulated_usage")
+                 "agent_attempts", "judge_records", "turns", "simulated_usage",
+                 "agent_trace_ids")
 )  # fmt: skip
 _encoder = msgspec.json.Encoder()
 _RECORDS = tuple[JudgeRecord, ...]
@@ -167,8 +168,15 @@ def _stored(row: asyncpg.Record) -> StoredResult:
         judge_pending=row["judge_pending"],
         judge_records=None if records is None else msgspec.convert(records, _RECORDS),
         agent_error=row["agent_error"], created_at=row["created_at"],
+        agent_trace_id=_single_trace_id(row),
         **_conversation_fields(row),
     )  # fmt: skip
+
+
+def _single_trace_id(row: asyncpg.Record) -> str | None:
+    """A single-turn result's one trace id (a conversation keeps one per turn, on its turns)."""
+    ids = row["agent_trace_ids"]
+    return ids[0] if ids and row["turns"] is None else None
 
 
 def _conversation_fields(row: asyncpg.Record) -> dict[str, Any]:

@@ -64,6 +64,8 @@ class StoredResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     simulated_usage: SimulatedUsage | None = None
     # Why the conversation could not be played out (then not graded); None when it was.
     not_played_reason: str | None = None
+    # The trace id of a single-turn result's agent call (a conversation's are on its turns).
+    agent_trace_id: str | None = None
 
     @property
     def outcome(self) -> Outcome:
@@ -113,6 +115,8 @@ class NewResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     conversation_attempt: int | None = None
     simulated_usage: SimulatedUsage | None = None
     not_played_reason: str | None = None
+    # Every trace id the result's agent calls carried: one, or one per turn played.
+    agent_trace_ids: tuple[str, ...] | None = None
 
     @classmethod
     def graded_as(
@@ -128,6 +132,7 @@ class NewResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         agent_call: AgentCall | None = None,
         judge_pending: bool = False,
         played: Played | None = None,
+        agent_trace_id: str | None = None,
     ) -> NewResult:
         """The row for a graded case; UNSET output or calls were not reported."""
         output_reported = reported.actual_output is not msgspec.UNSET
@@ -150,6 +155,7 @@ class NewResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             conversation_attempt=None if played is None else played.attempt,
             simulated_usage=None if played is None else played.usage,
             not_played_reason=None if played is None else played.conversation.not_graded_reason,
+            agent_trace_ids=_trace_ids(agent_trace_id, played),
         )  # fmt: skip
 
     def flags(self) -> ResultFlags:
@@ -161,6 +167,15 @@ class NewResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             no_checks=self.no_checks,
             judge_pending=self.judge_pending,
         )
+
+
+def _trace_ids(agent_trace_id: str | None, played: Played | None) -> tuple[str, ...] | None:
+    """The trace ids of a result's calls: its one call's, or each played turn's."""
+    if played is not None:
+        ids = tuple(t.agent_trace_id for t in played.conversation.turns if t.agent_trace_id)
+    else:
+        ids = () if agent_trace_id is None else (agent_trace_id,)
+    return ids or None
 
 
 class AwaitingJudge(msgspec.Struct, frozen=True, kw_only=True):

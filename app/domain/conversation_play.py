@@ -42,6 +42,8 @@ class TurnAnswer(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     error: str | None = None
     # The agent answered `"end": true`.
     end: bool = False
+    # The trace id of the turn's call (section 14); None when no call carried one.
+    agent_trace_id: str | None = None
 
 
 # (turn number, this turn's user message, the history before it) -> the agent's answer.
@@ -173,6 +175,7 @@ async def _play_turn(
         actual_tool_calls=None if failed or calls is msgspec.UNSET else calls,
         latency_ms=answer.latency_ms,
         error=answer.error,
+        agent_trace_id=answer.agent_trace_id,
     )
     return record, answer
 

@@ -91,6 +91,8 @@ class TurnRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     actual_tool_calls: Any = None
     latency_ms: int | None = None
     error: str | None = None
+    # The W3C trace id of this turn's call to the agent (contract section 14).
+    agent_trace_id: str | None = None
 
 
 class SimulatedUsage(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -84,6 +84,9 @@ class StoredResult(GradedResult, kw_only=True):
     actual_output: Any = msgspec.UNSET
     actual_tool_calls: Any = msgspec.UNSET
     agent_call: AgentCall | None = None
+    # The W3C trace id the call to the agent carried (section 14): the agent's own spans, when
+    # it exported them, are the trace of that id. Per turn for a conversation.
+    agent_trace_id: str | msgspec.UnsetType = msgspec.UNSET
     # How long the agent took: the platform's call (as in agent_call), or what a CI client
     # posted; left out when neither measured it.
     latency_ms: int | msgspec.UnsetType = msgspec.UNSET

@@ -79,6 +79,8 @@ class Reply(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     agent_call: AgentCall | None = None
     # A conversation case: how it was played (actual_output is then its final reply).
     played: Played | None = None
+    # The W3C trace id the agent call carried (a single-turn case; section 14).
+    agent_trace_id: str | None = None
 
     @classmethod
     def answered(cls, case: PinnedCase, trial: int, call: AgentCallResult) -> Reply:
@@ -87,6 +89,7 @@ class Reply(msgspec.Struct, frozen=True, kw_only=True, gc=False):
             case=case, trial=trial, actual_output=call.actual_output,
             actual_tool_calls=call.actual_tool_calls, reported=call.reported(),
             agent_error=call.error, agent_call=call.call_record(),
+            agent_trace_id=call.agent_trace_id,
         )  # fmt: skip
 
 
@@ -112,7 +115,7 @@ def grade(
     return result, NewResult.graded_as(
         run.run_id, reply.case.test_case_id, reply.trial, reply.case.revision_id, result,
         reply.reported, agent_error=reply.agent_error, agent_call=reply.agent_call,
-        judge_pending=pending, played=reply.played,
+        judge_pending=pending, played=reply.played, agent_trace_id=reply.agent_trace_id,
     )  # fmt: skip
 
 
