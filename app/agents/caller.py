@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import time
 from collections.abc import Mapping
 from types import TracebackType
@@ -18,7 +17,8 @@ from typing import Any
 import msgspec
 from prometheus_client import Counter, Histogram
 
-from agentlasso.agents.address_guard import AddressRefused, Resolver, parse_agent_url, resolve_host
+from agentlasso.agents.a2a import A2aPending
+from agentlasso.agents.address_guard import AddressRefused, Resolver, resolve_host
 from agentlasso.agents.calls import AgentCallResult, AgentTarget
 from agentlasso.agents.connections import ConnectionPool
 from agentlasso.agents.failures import (
@@ -28,6 +28,7 @@ from agentlasso.agents.failures import (
     headers_over_limit,
     over_limit,
     request_refused,
+    task_unfinished,
     timed_out,
     with_tries,
 )
@@ -37,13 +38,21 @@ from agentlasso.agents.http1 import (
     ConnectFailed,
     ConnectionBroken,
     HeadersTooLarge,
-    Origin,
 )
-from agentlasso.agents.replies import Reply, parse_reply
+from agentlasso.agents.protocols import decode_answer, encode_poll, encode_request
+from agentlasso.agents.replies import Reply
+from agentlasso.agents.requests import (
+    Endpoint,
+    Exchange,
+    card_request,
+    header_value,
+    new_traceparent,
+    parse_endpoint,
+    request_head,
+)
 from agentlasso.agents.transport import GuardedConnector, agent_ssl_context
 from agentlasso.config import Settings
 from agentlasso.domain.agent_calls import Attempt
-from agentlasso.domain.agent_headers import HEADER_NAME, HEADER_VALUE
 from agentlasso.observability import metrics
 from agentlasso.retry_policy import RETRYABLE_STATUSES, RetryPolicy, Sleep, retry_after_s
 
@@ -52,28 +61,10 @@ DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_MAX_HEADERS = 100
 _INVALID = "invalid_reply"
-# Sent whatever the agent's stored headers say: identity keeps a gzip bomb from being inflated.
-_FIXED_HEADERS = [(b"Content-Type", b"application/json"), (b"Accept-Encoding", b"identity")]
-_DEFAULT_HEADERS = {"user-agent": b"AgentLasso", "accept": b"application/json"}
-# traceparent is the call's own (section 14): a stored header of that name is never sent.
-_RESERVED_HEADERS = frozenset(
-    {
-        "content-type", "accept-encoding", "content-length", "transfer-encoding", "host",
-        "connection", "traceparent",
-    }
-)  # fmt: skip
 _ENDPOINT_CACHE_SIZE = 4096
-
-
-class _Endpoint:
-    """An agent URL parsed once: where it goes, its request line and its Host header."""
-
-    __slots__ = ("host_header", "origin", "request_line")
-
-    def __init__(self, origin: Origin, target: bytes, host_header: bytes) -> None:
-        self.origin = origin
-        self.request_line = b"POST " + target + b" HTTP/1.1\r\n"
-        self.host_header = host_header
+# How often an A2A task still running is asked about: soon at first, then every second.
+_FIRST_POLL_S = 0.1
+_MAX_POLL_S = 1.0
 
 
 class _Outcome(msgspec.Struct, frozen=True):
@@ -82,6 +73,8 @@ class _Outcome(msgspec.Struct, frozen=True):
     status: int | None
     error: str | None
     reply: Reply | None = None
+    # An A2A task the agent is still working on: asked about again within the timeout.
+    pending: A2aPending | None = None
     retryable: bool = False
     retry_after_s: float | None = None
     # What went wrong in a word, for metrics: timeout, connection, http_status, invalid_reply,
@@ -119,7 +112,7 @@ class AgentClient:
             retry_after_cap_s=retry_after_cap_s,
             backoff_base_s=backoff_base_s,
         )
-        self._endpoints: dict[str, _Endpoint | str] = {}
+        self._endpoints: dict[str, Endpoint | str] = {}
         # Per URL and stored headers, a request's head up to its length (None: not sendable).
         self._heads: dict[tuple[str, tuple[tuple[str, str], ...]], bytes | None] = {}
         self._sleep = sleep
@@ -146,16 +139,42 @@ class AgentClient:
         head = self._head(target, endpoint)
         if head is None:
             return _refused_before_sending(request_refused(), started)
-        content = msgspec.json.encode(body)
         trace_id, traceparent = new_traceparent()
-        request = b"%s%d\r\ntraceparent: %s\r\n\r\n%s" % (head, len(content), traceparent, content)
+        exchange = Exchange(endpoint.origin, head, traceparent, target)
+        request = exchange.request(encode_request(target, body))
         attempts: list[Attempt] = []
         while True:
-            outcome, latency_ms = await self._attempt(endpoint.origin, request, target.timeout_s)
+            outcome, latency_ms = await self._attempt(exchange, request)
             attempts.append(Attempt(len(attempts) + 1, outcome.status, latency_ms, outcome.error))
             if not outcome.retryable or len(attempts) >= self._retry.max_attempts:
                 return _result(outcome, tuple(attempts), _elapsed_ms(started), trace_id)
             await self._sleep(self._retry.delay_s(len(attempts), outcome.retry_after_s))
+
+    async def fetch(self, url: str, headers: Mapping[str, str], timeout_s: float) -> bytes | str:
+        """GET a document the agent publishes (an A2A agent card), once, under the same guard,
+        caps and refusal of redirects as a call: its body, or a sentence saying why not."""
+        endpoint = self._endpoint(url)
+        if isinstance(endpoint, str):
+            return endpoint
+        request = card_request(endpoint, headers)
+        if request is None:
+            return request_refused()
+        try:
+            async with asyncio.timeout(timeout_s):
+                answer = await self._pool.exchange(endpoint.origin, request)
+        except TimeoutError:
+            return timed_out(timeout_s)
+        except AddressRefused as exc:
+            return str(exc)
+        except HeadersTooLarge as exc:
+            return headers_over_limit(exc)
+        except (ConnectFailed, ConnectionBroken, OSError) as exc:
+            return connection_failed(exc)
+        if not 200 <= answer.status < 300:
+            return answered_status(answer.status)
+        if answer.body is None:
+            return over_limit(self._max_body_bytes)
+        return answer.body
 
     async def aclose(self) -> None:
         """Close every pooled connection."""
@@ -172,38 +191,40 @@ class AgentClient:
     ) -> None:
         await self.aclose()
 
-    def _endpoint(self, url: str) -> _Endpoint | str:
+    def _endpoint(self, url: str) -> Endpoint | str:
         """The parsed URL, or why it cannot be called; cached, as most calls repeat a few URLs."""
         endpoint = self._endpoints.get(url)
         if endpoint is None:
             if len(self._endpoints) >= _ENDPOINT_CACHE_SIZE:
                 self._endpoints.clear()
-            endpoint = self._endpoints[url] = _parse_endpoint(url)
+            endpoint = self._endpoints[url] = parse_endpoint(url)
         return endpoint
 
-    def _head(self, target: AgentTarget, endpoint: _Endpoint) -> bytes | None:
+    def _head(self, target: AgentTarget, endpoint: Endpoint) -> bytes | None:
         """The request's head up to its Content-Length value, or None when a stored header
         cannot be sent in HTTP; cached, as most calls repeat a few agents."""
         key = (target.url, tuple(target.headers.items()))
         if key not in self._heads:
             if len(self._heads) >= _ENDPOINT_CACHE_SIZE:
                 self._heads.clear()
-            self._heads[key] = _request_head(endpoint, target.headers)
+            self._heads[key] = request_head(endpoint, target.headers)
         return self._heads[key]
 
-    async def _attempt(
-        self, origin: Origin, request: bytes, timeout_s: float
-    ) -> tuple[_Outcome, int]:
-        """One try within the timeout, which covers connect, send and reading the whole body."""
+    async def _attempt(self, exchange: Exchange, request: bytes) -> tuple[_Outcome, int]:
+        """One try within the timeout, which covers connect, send, reading the whole body and
+        following an A2A task to its end."""
         started = time.perf_counter()
+        timeout_s = exchange.target.timeout_s
+        outcome: _Outcome | None = None
         try:
             # One deadline for the whole exchange: per-read timeouts never fire for a server
             # that sends a byte every half second.
             async with asyncio.timeout(timeout_s):
-                answer = await self._pool.exchange(origin, request)
-            outcome = self._read_answer(answer)
+                answer = await self._pool.exchange(exchange.origin, request)
+                outcome = self._read_answer(answer, exchange.target.protocol)
+                outcome = await self._follow(exchange, outcome)
         except TimeoutError:
-            outcome = _Outcome(None, timed_out(timeout_s), retryable=True, kind="timeout")
+            outcome = _timed_out(outcome, timeout_s)
         except AddressRefused as exc:
             outcome = _Outcome(None, str(exc), kind="refused")
         except HeadersTooLarge as exc:  # the agent would only send them again: not retried
@@ -212,86 +233,53 @@ class AgentClient:
             outcome = _Outcome(None, connection_failed(exc), retryable=True, kind="connection")
         return outcome, _elapsed_ms(started)
 
-    def _read_answer(self, answer: Answer) -> _Outcome:
+    async def _follow(self, exchange: Exchange, outcome: _Outcome) -> _Outcome:
+        """An A2A task asked about until it ends (the caller's deadline bounds the wait)."""
+        wait_s = _FIRST_POLL_S
+        while outcome.pending is not None:
+            await asyncio.sleep(wait_s)
+            wait_s = min(wait_s * 2, _MAX_POLL_S)
+            request = exchange.request(encode_poll(outcome.pending))
+            answer = await self._pool.exchange(exchange.origin, request)
+            outcome = self._read_answer(answer, exchange.target.protocol)
+        return outcome
+
+    def _read_answer(self, answer: Answer, protocol: str) -> _Outcome:
         """The reply in a 2xx answer, or what is wrong with the answer."""
         status = answer.status
         if not 200 <= status < 300:
             return _status_failure(status, answer.headers)
-        encoding = _header(answer.headers, b"content-encoding").strip().lower()
+        encoding = header_value(answer.headers, b"content-encoding").strip().lower()
         if encoding not in (b"", b"identity"):
             return _Outcome(status, encoded_answer(encoding.decode("latin-1")), kind=_INVALID)
         if answer.body is None:
             return _Outcome(status, over_limit(self._max_body_bytes), kind=_INVALID)
-        reply = parse_reply(answer.body)
+        reply = decode_answer(protocol, answer.body)
         if isinstance(reply, str):
             return _Outcome(status, reply, kind=_INVALID)
+        if isinstance(reply, A2aPending):
+            return _Outcome(status, None, pending=reply)
         return _Outcome(status, None, reply=reply)
 
 
-def _parse_endpoint(url: str) -> _Endpoint | str:
-    """Where the URL's requests go and their request line, or why it cannot be an agent's."""
-    parsed = parse_agent_url(url)
-    if isinstance(parsed, str):
-        return parsed
-    scheme = parsed.scheme
-    port = parsed.port or (443 if scheme == "https" else 80)
-    origin = Origin(scheme, parsed.raw_host.decode("ascii"), port)
-    return _Endpoint(origin, parsed.raw_path, parsed.netloc)
-
-
-def _request_head(endpoint: _Endpoint, agent_headers: Mapping[str, str]) -> bytes | None:
-    """The request line and headers, ending with `Content-Length: ` for the body's length to
-    follow; None when a stored header is not valid in HTTP (it is never sent)."""
-    if not all(
-        HEADER_NAME.fullmatch(n) and HEADER_VALUE.fullmatch(v) for n, v in agent_headers.items()
-    ):
-        return None
-    headers = _request_headers(endpoint.host_header, agent_headers)
-    fields = b"".join(name + b": " + value + b"\r\n" for name, value in headers)
-    return endpoint.request_line + fields + b"Content-Length: "
-
-
-def _request_headers(
-    host_header: bytes, agent_headers: Mapping[str, str]
-) -> list[tuple[bytes, bytes]]:
-    """Host, the agent's stored headers (minus those the client owns), then the client's own."""
-    headers = [(b"Host", host_header)]
-    names = set()
-    for name, value in agent_headers.items():
-        lowered = name.lower()
-        if lowered not in _RESERVED_HEADERS:
-            headers.append((name.encode(), value.encode()))
-            names.add(lowered)
-    headers += [
-        (name.encode(), value) for name, value in _DEFAULT_HEADERS.items() if name not in names
-    ]
-    headers += _FIXED_HEADERS
-    return headers
-
-
-def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes:
-    """A response header's value by lower-case name, empty when absent."""
-    for key, value in headers:
-        if key.lower() == name:
-            return value
-    return b""
+def _timed_out(outcome: _Outcome | None, timeout_s: float) -> _Outcome:
+    """A try out of time: retried, unless it was an A2A task still running (asking the agent
+    again would start another task, and take as long)."""
+    if outcome is not None and outcome.pending is not None:
+        pending = outcome.pending
+        error = task_unfinished(pending.task_id, pending.state, timeout_s)
+        return _Outcome(outcome.status, error, kind="timeout")
+    return _Outcome(None, timed_out(timeout_s), retryable=True, kind="timeout")
 
 
 def _status_failure(status: int, headers: list[tuple[bytes, bytes]]) -> _Outcome:
     """A non-2xx answer: retryable for 429 and 502-504, with the wait the agent asked for."""
     if status not in RETRYABLE_STATUSES:
         return _Outcome(status, answered_status(status), kind="http_status")
-    asked_s = retry_after_s(_header(headers, b"retry-after").decode("latin-1"))
+    asked_s = retry_after_s(header_value(headers, b"retry-after").decode("latin-1"))
     return _Outcome(
         status, answered_status(status), retryable=True, retry_after_s=asked_s, kind="http_status"
     )
-
-
-def new_traceparent() -> tuple[str, bytes]:
-    """A fresh W3C trace context for one call: its trace id, and the `traceparent` value (this
-    call as the parent span, sampled). Every try of the call carries the same one."""
-    random = os.urandom(24).hex()
-    return random[:32], b"00-%s-%s-01" % (random[:32].encode(), random[32:].encode())
 
 
 def _result(

@@ -24,6 +24,11 @@ def timed_out(timeout_s: float) -> str:
     return f"the agent call timed out after {timeout_s:g} s"
 
 
+def task_unfinished(task_id: str, state: str, timeout_s: float) -> str:
+    """An A2A task the agent was still working on when the call's time ran out."""
+    return f"the agent's A2A task {task_id[:64]!r} was still {state[:32]} after {timeout_s:g} s"
+
+
 def answered_status(status: int) -> str:
     """The agent answered with a status that is not a reply."""
     if 300 <= status < 400:

@@ -16,9 +16,17 @@ log = logging.getLogger("agentlasso.agents")
 
 
 def target_for(secret_key: bytes, agent: Agent) -> AgentTarget:
-    """Where and how to call this agent, its headers unsealed."""
+    """Where and how to call this agent, its headers unsealed: an a2a agent at the JSON-RPC
+    endpoint its card names, an openai_chat one with its model, system prompt and tools."""
+    card = agent.a2a_card
     return AgentTarget(
-        url=agent.url, headers=open_headers(secret_key, agent), timeout_s=agent.timeout_s
+        url=card["endpoint"] if agent.protocol == "a2a" and card else agent.url,
+        headers=open_headers(secret_key, agent),
+        timeout_s=agent.timeout_s,
+        protocol=agent.protocol,
+        model=agent.model,
+        system_prompt=agent.system_prompt,
+        tools=tuple(agent.tools or ()),
     )
 
 

@@ -14,8 +14,8 @@ _COLUMNS = ", ".join(Agent.__struct_fields__)
 
 _INSERT = f"""
 INSERT INTO agents (id, project_id, name, url, headers_encrypted, header_names, timeout_s,
-                    max_concurrency, system_prompt, tools)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                    max_concurrency, system_prompt, tools, protocol, model, a2a_card)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 RETURNING {_COLUMNS}
 """
 
@@ -31,7 +31,8 @@ LIMIT $3
 _UPDATE = f"""
 UPDATE agents
 SET name = $3, url = $4, headers_encrypted = $5, header_names = $6, timeout_s = $7,
-    max_concurrency = $8, system_prompt = $9, tools = $10, updated_at = now()
+    max_concurrency = $8, system_prompt = $9, tools = $10, protocol = $11, model = $12,
+    a2a_card = $13, updated_at = now()
 WHERE project_id = $1 AND id = $2
 RETURNING {_COLUMNS}
 """
@@ -60,6 +61,9 @@ class AgentValues(msgspec.Struct, frozen=True, kw_only=True):
     max_concurrency: int | None
     system_prompt: str | None
     tools: list[dict[str, Any]] | None
+    protocol: str = "agentlasso"
+    model: str | None = None
+    a2a_card: dict[str, Any] | None = None
 
 
 def values_of(agent: Agent) -> AgentValues:

@@ -25,5 +25,11 @@ class Agent(msgspec.Struct, frozen=True, kw_only=True):
     max_concurrency: int | None
     system_prompt: str | None
     tools: list[dict[str, Any]] | None
+    # agentlasso, openai_chat or a2a (contract section 14).
+    protocol: str = "agentlasso"
+    # The model an openai_chat endpoint is asked for.
+    model: str | None = None
+    # An a2a agent's card as registration read it: name, description, endpoint, skills.
+    a2a_card: dict[str, Any] | None = None
     created_at: datetime
     updated_at: datetime
