@@ -127,4 +127,5 @@ class AgentController(Controller):
             error=result.error,
             attempts=len(result.attempts),
             latency_ms=result.latency_ms,
+            agent_trace_id=result.agent_trace_id or msgspec.UNSET,
         )

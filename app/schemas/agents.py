@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 import msgspec
@@ -49,6 +49,30 @@ TimeoutS = Annotated[float, msgspec.Meta(ge=1, le=300)]
 MaxConcurrency = Annotated[int, msgspec.Meta(ge=1, le=10_000)]
 SystemPrompt = Annotated[str, msgspec.Meta(max_length=200_000)]
 Tools = Annotated[list[dict[str, Any]], msgspec.Meta(max_length=1000)]
+# How the platform talks to the agent (contract section 14).
+Protocol = Literal["agentlasso", "openai_chat", "a2a"]
+Model = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
+class A2aSkill(msgspec.Struct, kw_only=True):
+    """A skill an A2A agent's card lists."""
+
+    id: str = ""
+    name: str = ""
+    description: str = ""
+    examples: list[str] = []
+    tags: list[str] = []
+
+
+class A2aCard(msgspec.Struct, kw_only=True):
+    """What registration read of an A2A agent's card: the agent, its JSON-RPC endpoint (where
+    calls go), and its skills."""
+
+    name: str
+    description: str
+    endpoint: str
+    protocol_version: str | None
+    skills: list[A2aSkill]
 
 
 class AgentCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -61,6 +85,10 @@ class AgentCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     max_concurrency: MaxConcurrency | None = None
     system_prompt: SystemPrompt | None = None
     tools: Tools | None = None
+    # agentlasso: POST url (section 3); openai_chat: url is the chat-completions URL and
+    # `model` the model it is asked for; a2a: url is the agent card or the agent's base URL.
+    protocol: Protocol = "agentlasso"
+    model: Model | None = None
 
 
 class AgentUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -73,6 +101,8 @@ class AgentUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     max_concurrency: MaxConcurrency | msgspec.UnsetType | None = msgspec.UNSET
     system_prompt: SystemPrompt | msgspec.UnsetType | None = msgspec.UNSET
     tools: Tools | msgspec.UnsetType | None = msgspec.UNSET
+    protocol: Protocol | msgspec.UnsetType = msgspec.UNSET
+    model: Model | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class Agent(msgspec.Struct, kw_only=True):
@@ -86,6 +116,9 @@ class Agent(msgspec.Struct, kw_only=True):
     max_concurrency: int | None
     system_prompt: str | None
     tools: list[dict[str, Any]] | None
+    protocol: Protocol
+    model: str | None
+    a2a_card: A2aCard | None
     created_at: datetime
     updated_at: datetime
 
@@ -112,3 +145,5 @@ class InvokeResult(msgspec.Struct, kw_only=True):
     error: str | None
     attempts: int
     latency_ms: int
+    # The W3C trace id the call carried (section 14); absent when no request was sent.
+    agent_trace_id: str | msgspec.UnsetType = msgspec.UNSET

@@ -23,6 +23,7 @@ from agentlasso.domain.stored_text import refuse_nul
 from agentlasso.errors import Conflict, FieldError, InvalidInput, NotFound
 from agentlasso.grading.written_checks import declared_tool_problems
 from agentlasso.services import audit
+from agentlasso.services.agent_endpoints import Endpoint, checked_endpoint
 from agentlasso.services.platform import Platform
 
 _MISSING = "No agent with this id in your project."
@@ -40,6 +41,8 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     max_concurrency: int | None = None
     system_prompt: str | None = None
     tools: list[dict[str, Any]] | None = None
+    protocol: str = "agentlasso"
+    model: str | None = None
 
 
 async def create_agent(
@@ -49,6 +52,7 @@ async def create_agent(
     refuse_nul(msgspec.structs.asdict(spec))
     allow_private = platform.settings.allow_private_agents
     headers = await _checked_input(spec.url, spec.headers, spec.tools, allow_private=allow_private)
+    card = await checked_endpoint(platform, _endpoint_of(spec, headers))
     # The id is chosen here because the sealed headers are bound to it.
     agent_id = uuid.uuid4()
     values = AgentValues(
@@ -60,6 +64,9 @@ async def create_agent(
         max_concurrency=spec.max_concurrency,
         system_prompt=spec.system_prompt,
         tools=spec.tools,
+        protocol=spec.protocol,
+        model=spec.model,
+        a2a_card=card,
     )
     async with platform.pool.acquire() as connection, connection.transaction():
         agent = await agent_rows.insert_agent(connection, project_id, agent_id, values)
@@ -101,6 +108,13 @@ async def update_agent(
     if "headers" in changes:
         stored["headers_encrypted"] = seal_headers(platform.secret_key, agent_id, headers)
         stored["header_names"] = sorted(headers)
+    if _ENDPOINT_FIELDS & changes.keys():
+        before = await get_agent(platform, project_id, agent_id)
+        # Before the endpoint is asked anything: it would be sent the old headers.
+        _refuse_headers_to_a_new_origin(before, changes)
+        stored["a2a_card"] = await checked_endpoint(
+            platform, _changed_endpoint(platform.secret_key, before, changes, headers)
+        )
     async with platform.pool.acquire() as connection, connection.transaction():
         current = await agent_rows.get_agent(connection, project_id, agent_id)
         if current is None:
@@ -113,6 +127,32 @@ async def update_agent(
         if changed:
             await _record_change(connection, project_id, caller, updated, changed)
     return updated
+
+
+# A change to any of these is checked against the endpoint again (the A2A card read afresh).
+_ENDPOINT_FIELDS = frozenset({"url", "protocol", "model", "headers"})
+
+
+def _endpoint_of(spec: AgentSpec, headers: dict[str, str]) -> Endpoint:
+    """The endpoint a new agent's spec describes."""
+    return Endpoint(
+        protocol=spec.protocol, url=spec.url, headers=headers, timeout_s=spec.timeout_s,
+        model=spec.model, system_prompt=spec.system_prompt,
+    )  # fmt: skip
+
+
+def _changed_endpoint(
+    secret_key: bytes, current: Agent, changes: dict[str, Any], headers: dict[str, str]
+) -> Endpoint:
+    """The endpoint the agent will have once the changes are made."""
+    return Endpoint(
+        protocol=changes.get("protocol", current.protocol),
+        url=changes.get("url", current.url),
+        headers=headers if "headers" in changes else open_headers(secret_key, current),
+        timeout_s=changes.get("timeout_s", current.timeout_s),
+        model=changes.get("model", current.model),
+        system_prompt=changes.get("system_prompt", current.system_prompt),
+    )
 
 
 def _changed_fields(
