@@ -116,6 +116,8 @@ class ResultToPost(msgspec.Struct, kw_only=True, omit_defaults=True):
     agent_error: str | None = None
     # How long the call to the agent took (latency_below checks grade it).
     latency_ms: int | None = None
+    # The trace id of the traceparent the call to the agent carried (contract section 14).
+    agent_trace_id: str | None = None
     # A conversation case (instead of actual_output): each turn, and how it ended.
     turns: list[PostedTurn] | msgspec.UnsetType = msgspec.UNSET
     ended_by: EndedBy | msgspec.UnsetType = msgspec.UNSET

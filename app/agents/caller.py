@@ -46,13 +46,13 @@ from agentlasso.agents.requests import (
     Exchange,
     card_request,
     header_value,
-    new_traceparent,
     parse_endpoint,
     request_head,
 )
 from agentlasso.agents.transport import GuardedConnector, agent_ssl_context
 from agentlasso.config import Settings
 from agentlasso.domain.agent_calls import Attempt
+from agentlasso.domain.trace_context import new_traceparent
 from agentlasso.observability import metrics
 from agentlasso.retry_policy import RETRYABLE_STATUSES, RetryPolicy, Sleep, retry_after_s
 

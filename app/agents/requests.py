@@ -4,7 +4,6 @@ and the trace context each call carries (contract section 14)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from agentlasso.agents.address_guard import parse_agent_url
@@ -103,13 +102,6 @@ def header_value(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes:
         if key.lower() == name:
             return value
     return b""
-
-
-def new_traceparent() -> tuple[str, bytes]:
-    """A fresh W3C trace context for one call: its trace id, and the `traceparent` value (this
-    call as the parent span, sampled). Every try of the call carries the same one."""
-    random = os.urandom(24).hex()
-    return random[:32], b"00-%s-%s-01" % (random[:32].encode(), random[32:].encode())
 
 
 def card_request(endpoint: Endpoint, agent_headers: Mapping[str, str]) -> bytes | None:

@@ -15,6 +15,7 @@ import httpx
 import msgspec
 
 from agentlasso.client import ResultToPost, RunTestCase
+from agentlasso.domain.trace_context import new_traceparent
 
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 
@@ -25,6 +26,8 @@ class AgentAnswer(msgspec.Struct, frozen=True, kw_only=True):
     reply: dict[str, Any] | None = None
     error: str | None = None
     latency_ms: int | None = None
+    # The W3C trace id the call's traceparent carried (an HTTP call's; section 14).
+    trace_id: str | None = None
 
 
 class AgentCaller(Protocol):
@@ -66,6 +69,7 @@ async def call_once(agent: AgentCaller, run_id: str, case: RunTestCase) -> Resul
         actual_output=answer.reply.get("output", msgspec.UNSET),
         actual_tool_calls=answer.reply.get("tool_calls", msgspec.UNSET),
         latency_ms=answer.latency_ms,
+        agent_trace_id=answer.trace_id,
     )
 
 
@@ -88,9 +92,12 @@ class HttpAgent:
     async def exchange(self, body: dict[str, Any]) -> AgentAnswer:
         """One POST: the answer, or why there is none."""
         started = time.monotonic()
+        trace_id, traceparent = new_traceparent()
         try:
             async with asyncio.timeout(self.timeout_s):
-                response = await self.http.post(self.url, json=body)
+                response = await self.http.post(
+                    self.url, json=body, headers={"traceparent": traceparent.decode()}
+                )
         except TimeoutError:
             error = f"the agent call timed out after {self.timeout_s:g} s"
             return _timed(AgentAnswer(error=error), started)
@@ -99,8 +106,9 @@ class HttpAgent:
             return _timed(AgentAnswer(error=error), started)
         if not response.is_success:
             error = f"the agent answered HTTP {response.status_code}"
-            return _timed(AgentAnswer(error=error), started)
-        return _timed(read_reply(response.content), started)
+            return _timed(AgentAnswer(error=error, trace_id=trace_id), started)
+        answer = msgspec.structs.replace(read_reply(response.content), trace_id=trace_id)
+        return _timed(answer, started)
 
 
 class CommandAgent:

@@ -49,6 +49,8 @@ class PostedResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     agent_error: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
     # How long the client's call to its agent took (latency_below grades it; without it, not).
     latency_ms: Annotated[int, msgspec.Meta(ge=0, le=2_147_483_647)] | None = None
+    # The W3C trace id of the traceparent the client's call to its agent carried (section 14).
+    agent_trace_id: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")] | None = None
     # A conversation case's result (contract section 13): each turn, and how it ended.
     turns: (
         Annotated[
@@ -135,7 +137,7 @@ def posted_reply(case: PinnedCase, posted: PostedResult) -> Reply:
     return Reply(
         case=case, trial=1, actual_output=_read(posted.actual_output),
         actual_tool_calls=_read(posted.actual_tool_calls), reported=posted.reported(),
-        agent_error=posted.agent_error,
+        agent_error=posted.agent_error, agent_trace_id=posted.agent_trace_id,
     )  # fmt: skip
 
 

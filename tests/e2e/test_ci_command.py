@@ -198,3 +198,22 @@ def test_the_product_documents_example_client_works_unchanged(
     assert labels == ["PASS", "FAIL", "FAIL", "SKIP"]
     assert "No checks" in done.stdout.splitlines()[4]
     assert "Pass rate 33.3% is below the threshold 100.0%" in done.stderr
+
+
+def test_each_call_carries_a_traceparent_whose_trace_id_the_result_keeps(
+    api_process_url: str, api_key: str, fake_agent: FakeAgentServer
+) -> None:
+    dataset = make_dataset(api_process_url, api_key, ["refund 1", "refund 2"])
+
+    done = run_ci(api_process_url, api_key, "--dataset", dataset, "--agent-url", fake_agent.url)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_id = fake_agent.requests[0]["run_id"]
+    sent = {
+        request["test_case_id"]: headers["traceparent"].split("-")[1]
+        for request, headers in zip(fake_agent.requests, fake_agent.headers_seen, strict=True)
+    }
+    with httpx.Client(base_url=api_process_url, headers={"x-api-key": api_key}) as client:
+        results = client.get(f"/api/v1/eval-runs/{run_id}/results").json()["items"]
+    assert {result["test_case_id"]: result["agent_trace_id"] for result in results} == sent
+    assert all(len(trace_id) == 32 for trace_id in sent.values())
