@@ -11,8 +11,10 @@ from agentlasso.db import case_card_reads
 from agentlasso.domain.case_results import StoredResult
 from agentlasso.domain.runs import Run
 from agentlasso.domain.web import Revision
+from agentlasso.services import agent_traces
 from agentlasso.services import runs as run_service
 from agentlasso.services.platform import Platform
+from agentlasso.services.traces import TraceView
 
 
 class CaseCard(msgspec.Struct, frozen=True, kw_only=True):
@@ -25,6 +27,10 @@ class CaseCard(msgspec.Struct, frozen=True, kw_only=True):
     data_context: dict[str, Any] | None
     # The case's revision now; None when it has been deleted since.
     current_revision: int | None
+    # The agent's own trace of the call (a single-turn result), when its spans have arrived.
+    agent_trace: TraceView | None = None
+    # A conversation's: (turn, its call's trace id, whether spans under that id have arrived).
+    turn_traces: tuple[tuple[int, str, bool], ...] = ()
 
     @property
     def case_changed(self) -> bool:
@@ -40,10 +46,14 @@ async def case_card(
         platform, project_id, run_id, test_case_id, trial
     )
     now = await case_card_reads.case_now(platform.pool, project_id, run.dataset_id, test_case_id)
+    turn_ids = [(t.turn, t.agent_trace_id) for t in result.turns or () if t.agent_trace_id]
+    here = await agent_traces.arrived(platform, project_id, [trace for _, trace in turn_ids])
     return CaseCard(
         run=run,
         result=result,
         graded=graded,
         data_context=now.data_context,
         current_revision=now.current_revision,
+        agent_trace=await agent_traces.agent_trace(platform, project_id, result.agent_trace_id),
+        turn_traces=tuple((turn, trace, trace in here) for turn, trace in turn_ids),
     )

@@ -19,6 +19,7 @@ from agentlasso.http.auth import PlatformDep
 from agentlasso.http.pagination import parse_id
 from agentlasso.services import case_cards as card_service
 from agentlasso.web.agent_reply import observation_of, what_the_agent_did
+from agentlasso.web.agent_steps import agent_steps
 from agentlasso.web.conversation_views import chat, turn_of
 from agentlasso.web.highlight import checks_that_matched, marked_reply
 from agentlasso.web.rendering import page
@@ -52,7 +53,8 @@ def card_shown(card: card_service.CaseCard) -> dict[str, Any]:
     checks = checks_shown(card.result)
     result = card.result
     shown = {"card": card, "run": card.run, "result": result, "graded": card.graded,
-             "checks": checks}  # fmt: skip
+             "checks": checks, "agent_steps": agent_steps(card.agent_trace.spans)
+             if card.agent_trace else []}  # fmt: skip
     if result.turns is not None:
         conversation = chat(result.turns, checks, result.ended_by, result.not_played_reason)
         return {**shown, "conversation": conversation}

@@ -16,6 +16,7 @@ from agentlasso.db.traces import TraceRow
 from agentlasso.domain.test_cases import TestCase
 from agentlasso.errors import Conflict, InvalidInput, NotFound
 from agentlasso.http.auth import PlatformDep
+from agentlasso.services import agent_traces
 from agentlasso.services import datasets as dataset_service
 from agentlasso.services import trace_conversations as conversations
 from agentlasso.services import traces as trace_service
@@ -145,6 +146,7 @@ class TracePages(Controller):
             calls=trace_views.timeline(trace, view.spans),
             spans=trace_views.span_rows(view.spans, origin_ns),
             cases=view.cases, position=position,
+            traced_results=await agent_traces.results_of_trace(platform, project_id, trace_id),
             conversation_href=trace_views.conversation_href(trace.conversation_id),
             conversation_choice=offered_conversation(turns) if turns else None,
             add_action=_turns_action(trace),
