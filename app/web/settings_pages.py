@@ -12,6 +12,7 @@ import msgspec.inspect
 from litestar import Controller, Request, Response, get, post
 
 from agentlasso.agents import AgentCallResult
+from agentlasso.agents.protocols import PROTOCOL_LABELS
 from agentlasso.domain.agents import Agent
 from agentlasso.domain.audit import Caller
 from agentlasso.domain.scopes import SCOPE_MEANINGS, Scope
@@ -42,7 +43,10 @@ from agentlasso.web.page_limits import with_retry_after
 from agentlasso.web.rendering import page, redirect
 from agentlasso.web.sessions import caller_of, session_of
 
-AGENT_FIELDS = ("name", "url", "headers", "timeout_s", "max_concurrency", "system_prompt", "tools")
+AGENT_FIELDS = (
+    "name", "url", "protocol", "model", "headers", "timeout_s", "max_concurrency",
+    "system_prompt", "tools",
+)  # fmt: skip
 
 
 class SettingsPages(Controller):
@@ -182,6 +186,8 @@ def _agent_fields(
     fields: dict[str, Any] = {
         "name": text(form, "name").strip() or (current.name if current else "My agent"),
         "url": text(form, "url").strip(),
+        "protocol": text(form, "protocol") or "agentlasso",
+        "model": optional_text(form, "model"),
         "timeout_s": _or_default(number_field(form, "timeout_s", float, errors), "timeout_s"),
         "max_concurrency": number_field(form, "max_concurrency", int, errors),
         "system_prompt": optional_text(form, "system_prompt"),
@@ -285,6 +291,7 @@ async def _agent_section(
         "agent_values": values,
         "agent_errors": agent_errors or {},
         "agent_choices": [(str(each.id), each.name) for each in agents],
+        "protocol_choices": list(PROTOCOL_LABELS.items()),
     }
 
 
@@ -346,12 +353,15 @@ def _typed_agent_values(form: Mapping[str, Any]) -> dict[str, str]:
 def _agent_values(agent: Agent | None) -> dict[str, str]:
     if agent is None:
         return {name: "" for name in AGENT_FIELDS} | {
+            "protocol": "agentlasso",
             "timeout_s": f"{_or_default(None, 'timeout_s'):g}",
             "remove_headers": "",
         }
     return {
         "name": agent.name,
         "url": agent.url,
+        "protocol": agent.protocol,
+        "model": agent.model or "",
         "headers": "",
         "timeout_s": f"{agent.timeout_s:g}",
         "max_concurrency": "" if agent.max_concurrency is None else str(agent.max_concurrency),
