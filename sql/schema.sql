@@ -598,6 +598,7 @@ CREATE TABLE test_case_revisions (
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     conversation jsonb,
     tags text[] NOT NULL DEFAULT '{}'::text[],
+    tool_fixtures jsonb,
     CONSTRAINT test_case_revisions_case_revision_key UNIQUE (test_case_id, revision),
     CONSTRAINT test_case_revisions_dataset_id_fkey FOREIGN KEY (dataset_id) REFERENCES datasets(id) ON DELETE CASCADE,
     CONSTRAINT test_case_revisions_evaluation_type_check CHECK ((evaluation_type = ANY (ARRAY['BOOLEAN'::text, 'SCORE'::text]))),

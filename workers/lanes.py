@@ -28,6 +28,7 @@ from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import runs as run_rows
 from agentlasso.domain.conversation_play import NextUser
 from agentlasso.domain.runs import CALLING_STATUSES, MAX_CHUNK_SIZE, ChunkRef
+from agentlasso.domain.tool_fixtures import fixtures_field
 from agentlasso.grading import Gate
 from agentlasso.observability import metrics
 from agentlasso.observability.logs import bind_log_context, log_context
@@ -323,8 +324,7 @@ async def _pace(state: WorkerState, plan: RunPlan, calls: int = 1) -> None:
 
 def _host(url: str) -> str:
     """Where calls to this URL go: its host and port."""
-    origin = origin_of(url)
-    return f"{origin[1]}:{origin[2]}"
+    return "{1}:{2}".format(*origin_of(url))
 
 
 async def _calls(
@@ -363,6 +363,7 @@ async def _call(state: WorkerState, plan: RunPlan, item: CaseTrial, attempt: int
         "run_id": str(plan.run_id),
         "trial": item.trial,
         "context": plan.context,
+        **fixtures_field(case.content.tool_fixtures),
     }
 
     async def call_agent(turn_body: dict[str, Any], _turn: int) -> AgentCallResult:

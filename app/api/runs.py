@@ -14,6 +14,7 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage, Stream
 from agentlasso.domain import runs as domain
 from agentlasso.domain.datasets import Dataset
 from agentlasso.domain.test_cases import PinnedCase
+from agentlasso.domain.tool_fixtures import fixtures_sent
 from agentlasso.errors import FieldError, InvalidInput
 from agentlasso.grading import plan_case
 from agentlasso.http.auth import PlatformDep, ProjectId
@@ -151,6 +152,7 @@ def run_test_case(case: PinnedCase, dataset: Dataset) -> RunTestCase:
         data_context=dataset.data_context,
         description=content.description,
         conversation=msgspec.UNSET if content.conversation is None else content.conversation,
+        tool_fixtures=fixtures_sent(content.tool_fixtures) or msgspec.UNSET,
     )
 
 

@@ -68,6 +68,7 @@ def case_out(case: domain.TestCase, warnings: list[ContentWarning] | None = None
         created_at=case.created_at,
         updated_at=case.updated_at,
         source_trace_id=case.source_trace_id,
+        tool_fixtures=content.tool_fixtures or msgspec.UNSET,
         warnings=msgspec.UNSET if warnings is None else warnings,
     )
 

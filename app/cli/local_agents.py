@@ -37,8 +37,9 @@ class AgentCaller(Protocol):
 
 
 def request_body(run_id: str, case: RunTestCase) -> dict[str, Any]:
-    """What the agent receives: the input, where it comes from, the case and run, the context."""
-    return {
+    """What the agent receives: the input, where it comes from, the case and run, the context,
+    and the case's tool fixtures when it has some."""
+    body = {
         "input": case.input,
         "source": "agentlasso-test",
         "test_case_id": case.test_case_id,
@@ -46,6 +47,9 @@ def request_body(run_id: str, case: RunTestCase) -> dict[str, Any]:
         "trial": 1,
         "context": case.data_context or {},
     }
+    if case.tool_fixtures is not msgspec.UNSET:
+        body["tool_fixtures"] = case.tool_fixtures
+    return body
 
 
 def read_reply(raw: bytes) -> AgentAnswer:

@@ -61,7 +61,8 @@ SELECT c.seq, c.graded, c.pass_fail, c.no_checks, c.errored, c.judge_pending,
        c.output_reported, c.actual_output, c.tool_calls_reported, c.actual_tool_calls,
        c.agent_error, c.agent_latency_ms, c.turns, c.ended_by, c.not_played_reason,
        r.input, r.conversation, r.checks_version, r.checks, r.evaluation_criteria_json,
-       r.expected_output, r.evaluation_type, r.min_confidence, r.description, r.tags
+       r.expected_output, r.evaluation_type, r.min_confidence, r.description, r.tags,
+       r.tool_fixtures
 FROM case_results c JOIN test_case_revisions r ON r.id = c.revision_id
 WHERE c.run_id = $1 AND c.seq = ANY($2::bigint[]) AND c.judge_pending
 FOR UPDATE OF c

@@ -15,7 +15,7 @@ from agentlasso.off_loop import off_loop_when_many
 _PINNED_AT_POSITIONS = """
 SELECT p.position, p.test_case_id, p.revision_id, r.input, r.conversation, r.checks_version,
        r.checks, r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
-       r.description, r.tags
+       r.description, r.tags, r.tool_fixtures
 FROM eval_run_cases p
 JOIN test_case_revisions r ON r.id = p.revision_id
 WHERE p.run_id = $1 AND p.position = ANY($2::int[])
@@ -24,7 +24,7 @@ WHERE p.run_id = $1 AND p.position = ANY($2::int[])
 _PINNED_PAGE = """
 SELECT p.position, p.test_case_id, p.revision_id, r.input, r.conversation, r.checks_version,
        r.checks, r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
-       r.description, r.tags
+       r.description, r.tags, r.tool_fixtures
 FROM eval_run_cases p
 JOIN test_case_revisions r ON r.id = p.revision_id
 WHERE p.run_id = $1 AND p.position > $2
@@ -37,7 +37,7 @@ PINNED_PAGE = 2_000
 _PINNED_CASES_BY_ID = """
 SELECT p.position, p.test_case_id, p.revision_id, r.input, r.conversation, r.checks_version,
        r.checks, r.evaluation_criteria_json, r.expected_output, r.evaluation_type, r.min_confidence,
-       r.description, r.tags
+       r.description, r.tags, r.tool_fixtures
 FROM unnest($2::uuid[]) AS k(test_case_id)
 JOIN eval_run_cases p ON p.run_id = $1 AND p.test_case_id = k.test_case_id
 JOIN test_case_revisions r ON r.id = p.revision_id

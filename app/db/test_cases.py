@@ -30,6 +30,7 @@ REVISION_COLUMNS = (
     "min_confidence",
     "description",
     "tags",
+    "tool_fixtures",
 )
 CASE_COLUMNS = ("id", "dataset_id", "current_revision_id")
 _CONTENT_FIELDS = TestCaseContent.__struct_fields__
@@ -37,7 +38,8 @@ _CONTENT_FIELDS = TestCaseContent.__struct_fields__
 _SELECT = """
 SELECT c.id, c.dataset_id, c.seq, c.created_at, c.updated_at, c.source_trace_id,
        r.revision, r.input, r.conversation, r.checks_version, r.checks, r.evaluation_criteria_json,
-       r.expected_output, r.evaluation_type, r.min_confidence, r.description, r.tags
+       r.expected_output, r.evaluation_type, r.min_confidence, r.description, r.tags,
+       r.tool_fixtures
 FROM test_cases c
 JOIN test_case_revisions r ON r.id = c.current_revision_id
 """
@@ -122,6 +124,7 @@ def revision_values(
         content.checks_version,
         content.checks, content.evaluation_criteria_json, content.expected_output,
         content.evaluation_type, content.min_confidence, content.description, content.tags,
+        content.tool_fixtures,
     )  # fmt: skip
 
 

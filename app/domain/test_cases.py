@@ -10,6 +10,7 @@ import msgspec
 
 from agentlasso.domain.checks import MAX_CHECKS, Check, assign_check_ids
 from agentlasso.domain.conversations import Conversation, ScriptedTurn
+from agentlasso.domain.tool_fixtures import ToolFixtures
 
 EvaluationType = Literal["BOOLEAN", "SCORE"]
 Confidence = Annotated[int, msgspec.Meta(ge=0, le=100)]
@@ -47,6 +48,8 @@ class TestCaseContent(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     description: str | None = None
     # Kept in order, each once (a repeated tag is folded into its first: fold_tags).
     tags: Tags = ()
+    # Answers for the agent's tools, sent with each call (section 14); never graded.
+    tool_fixtures: ToolFixtures | None = None
 
 
 class TestCaseImportLine(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -64,6 +67,7 @@ class TestCaseImportLine(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     min_confidence: Confidence | None = None
     description: str | None = None
     tags: Tags = ()
+    tool_fixtures: ToolFixtures | None = None
     expected_output_camel: str | None = msgspec.field(default=None, name="expectedOutput")
     evaluation_type_camel: EvaluationType | None = msgspec.field(
         default=None, name="evaluationType"
@@ -102,6 +106,7 @@ class TestCaseImportLine(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
             min_confidence=_first(self.min_confidence, self.min_confidence_camel, 70),
             description=self.description,
             tags=self.tags,
+            tool_fixtures=self.tool_fixtures,
         )
 
 

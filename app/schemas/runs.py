@@ -64,6 +64,8 @@ class RunTestCase(msgspec.Struct, kw_only=True):
     data_context: dict[str, Any] | None
     description: str | None
     conversation: Conversation | msgspec.UnsetType = msgspec.UNSET
+    # Answers for the agent's tools, to send it with each call (section 14); absent: none.
+    tool_fixtures: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
 
 class Counts(msgspec.Struct, kw_only=True):

@@ -18,6 +18,7 @@ from agentlasso.domain.test_cases import (
     Tags,
     TestCaseContent,
 )
+from agentlasso.domain.tool_fixtures import ToolFixtures
 
 
 class TestCaseCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -37,6 +38,8 @@ class TestCaseCreate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     description: str | None = None
     # At most 20, each 1-64 characters without whitespace or comma; a repeat is folded.
     tags: Tags = ()
+    # Per tool, the answers the agent may give its calls in a test (contract section 14).
+    tool_fixtures: ToolFixtures | None = None
 
     def content(self) -> TestCaseContent:
         """The content to store."""
@@ -60,6 +63,7 @@ class TestCaseUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     min_confidence: Confidence | msgspec.UnsetType = msgspec.UNSET
     description: str | msgspec.UnsetType | None = msgspec.UNSET
     tags: Tags | msgspec.UnsetType = msgspec.UNSET
+    tool_fixtures: ToolFixtures | msgspec.UnsetType | None = msgspec.UNSET
 
     def apply(self, current: TestCaseContent) -> TestCaseContent:
         """The current content with these changes."""
@@ -101,6 +105,8 @@ class TestCase(msgspec.Struct, kw_only=True):
     # The trace it was made from (`POST /traces/{trace_id}/test-case`), else null.
     source_trace_id: str | None = None
     conversation: Conversation | msgspec.UnsetType = msgspec.UNSET
+    # Left out when the case has none.
+    tool_fixtures: ToolFixtures | msgspec.UnsetType = msgspec.UNSET
     # Only on writes: regular expressions that will fail when graded.
     warnings: list[ContentWarning] | msgspec.UnsetType = msgspec.UNSET
 

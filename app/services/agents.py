@@ -239,6 +239,7 @@ async def call_agent_once(
     *,
     source: str,
     test_case_id: UUID | None = None,
+    tool_fixtures: dict[str, Any] | None = None,
 ) -> AgentCallResult:
     """One call to the agent outside any run (a free try, a preview), as `source` says."""
     body: dict[str, Any] = {
@@ -250,6 +251,8 @@ async def call_agent_once(
     }
     if test_case_id is not None:
         body["test_case_id"] = str(test_case_id)
+    if tool_fixtures:
+        body["tool_fixtures"] = tool_fixtures
     return await platform.agent_client.call(target_for(platform.secret_key, agent), body)
 
 

@@ -40,6 +40,7 @@ from agentlasso.domain.conversations import (
 from agentlasso.domain.grades import JudgeVerdict
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.domain.tool_fixtures import fixtures_field
 from agentlasso.errors import Conflict
 from agentlasso.grading import grade_answer, verdicts_needed
 from agentlasso.grading.conversation import whole_observation
@@ -130,6 +131,7 @@ async def preview_conversation(
     }  # fmt: skip
     if test_case_id is not None:
         body["test_case_id"] = str(test_case_id)
+    body.update(fixtures_field(prepared.tool_fixtures))
     conversation_id = new_conversation_id()
     play_time = _PlayTime()
 

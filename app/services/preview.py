@@ -19,6 +19,7 @@ from agentlasso.domain.declared_tools import declared_tools
 from agentlasso.domain.grades import CaseResult, DeclaredTools, JudgeVerdict, Observation
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.test_cases import TestCaseContent
+from agentlasso.domain.tool_fixtures import fixtures_sent
 from agentlasso.errors import Conflict, FieldError, InvalidInput
 from agentlasso.grading import JudgeRequest, grade_case, judge_requests, observation_from_wire
 from agentlasso.judge.judging import NO_JUDGE
@@ -118,8 +119,9 @@ async def preview_with_agent(
     await _count_calls(platform, project_id, content, agent_calls=1)
     started = time.perf_counter()
     call = await call_agent_once(
-        platform, agent, content.input, context, source=PREVIEW_SOURCE, test_case_id=test_case_id
-    )
+        platform, agent, content.input, context, source=PREVIEW_SOURCE,
+        test_case_id=test_case_id, tool_fixtures=fixtures_sent(content.tool_fixtures),
+    )  # fmt: skip
     agent_s = time.perf_counter() - started
     observation = observation_from_wire(
         call.actual_output,

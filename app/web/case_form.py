@@ -35,6 +35,7 @@ __all__ = ["FIELD_READERS", "CaseForm", "CheckForm"]
 
 _CASE_FIELDS = (
     "input", "description", "tags", "expected_output", "evaluation_type", "min_confidence",
+    "tool_fixtures",
 )  # fmt: skip
 
 
@@ -48,6 +49,8 @@ class CaseForm(msgspec.Struct, kw_only=True):
     # The tags, comma-separated (a tag holds no comma or whitespace).
     tags: str = ""
     expected_output: str = ""
+    # The tool fixtures as JSON text (an object: tool name -> its answers); blank: none.
+    tool_fixtures: str = ""
     evaluation_type: str = "SCORE"
     min_confidence: str = "70"
     checks: list[CheckForm] = msgspec.field(default_factory=list)
@@ -69,6 +72,9 @@ def from_content(content: TestCaseContent) -> CaseForm:
         description=content.description or "",
         tags=", ".join(content.tags),
         expected_output=content.expected_output or "",
+        tool_fixtures=""
+        if not content.tool_fixtures
+        else json.dumps(msgspec.to_builtins(content.tool_fixtures), indent=2),
         evaluation_type=content.evaluation_type,
         min_confidence=str(content.min_confidence),
         checks=[check_form(msgspec.to_builtins(check)) for check in content.checks or ()],
@@ -92,6 +98,7 @@ def from_form_data(data: Mapping[str, Any]) -> CaseForm:
         description=text["description"],
         tags=text["tags"],
         expected_output=text["expected_output"],
+        tool_fixtures=text["tool_fixtures"],
         evaluation_type=text["evaluation_type"] or "SCORE",
         min_confidence=text["min_confidence"],
         checks=posted_checks(data, "checks"),
@@ -120,6 +127,7 @@ def to_content(form: CaseForm) -> tuple[TestCaseContent | None, dict[str, str]]:
         if form.uses_older_criteria
         else [check_payload(check) for check in form.checks],
         "evaluation_criteria_json": _older(form, errors),
+        "tool_fixtures": _fixtures(form, errors),
     }
     if form.conversation is not None:
         payload["conversation"] = conversation_form.payload(form.conversation, errors)
@@ -153,6 +161,14 @@ def _whole_number(text: str, field: str, errors: dict[str, str]) -> int | None:
     except ValueError:
         errors[field] = "Enter a whole number from 0 to 100."
         return None
+
+
+def _fixtures(form: CaseForm, errors: dict[str, str]) -> Any:
+    """The typed tool fixtures (None when blank), or their problem under their field."""
+    value, problem = parsed_json(form.tool_fixtures, dict)
+    if problem is not None:
+        errors["tool_fixtures"] = f"The tool fixtures are not valid here: {problem}"
+    return value or None
 
 
 def _older(form: CaseForm, errors: dict[str, str]) -> Any:
