@@ -16,6 +16,7 @@ from uuid import UUID
 import msgspec
 from redis.exceptions import RedisError
 
+from agentlasso.agents.a2a_card import A2aCard, card_prompt_and_tools
 from agentlasso.db import agents as agent_rows
 from agentlasso.db import case_drafts as draft_rows
 from agentlasso.db import datasets as dataset_rows
@@ -174,16 +175,26 @@ async def _profile(platform: Platform, project_id: UUID, ask: GenerationAsk) -> 
             raise NotFound(detail, [FieldError(pointer="/agent_id", detail=detail)])
     elif ask.system_prompt is None and ask.tools is None:
         agent = await agent_rows.default_agent(platform.pool, project_id)
+    card_prompt, card_tools = _from_card(agent)
     system_prompt = ask.system_prompt
     if system_prompt is None and agent is not None:
-        system_prompt = agent.system_prompt
+        system_prompt = agent.system_prompt or card_prompt
     tools = ask.tools
     if tools is None:
-        tools = _agent_tools(agent.tools if agent is not None else None)
+        tools = _agent_tools((agent.tools if agent is not None else None) or card_tools)
     if not (system_prompt or "").strip() and not tools:
         raise InvalidInput(NO_PROFILE, [FieldError(pointer="/system_prompt", detail=NO_PROFILE)])
     profile = AgentProfile(system_prompt=system_prompt, tools=tools)
     return _Profile(profile, None if agent is None else agent.id)
+
+
+def _from_card(agent: Agent | None) -> tuple[str | None, list[dict[str, Any]] | None]:
+    """What an A2A agent's card says of its prompt and tools (its description and skills),
+    for an agent registered without them: often the card is all there is."""
+    if agent is None or agent.a2a_card is None:
+        return None, None
+    prompt, tools = card_prompt_and_tools(msgspec.convert(agent.a2a_card, A2aCard))
+    return prompt, tools
 
 
 def _agent_tools(tools: list[dict[str, Any]] | None) -> tuple[ToolSpec, ...]:

@@ -17,6 +17,7 @@ import pytest_asyncio
 from agentlasso.config import Settings
 from agentlasso.generation.prompts import GENERATION_PROMPT_VERSION
 from agentlasso.server import create_app
+from tests.support.a2a_agent import running_a2a_agent
 from tests.support.api import create_dataset, register_agent
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key
@@ -379,3 +380,22 @@ async def test_a_project_past_its_generations_a_minute_gets_429_and_another_does
     assert [answer.status_code for answer in answers["other"]] == [201]
     # Without a model key nothing runs, and nothing is counted: it keeps saying why.
     assert [answer.status_code for answer in answers["keyless"]] == [409, 409, 409]
+
+
+async def test_an_a2a_agents_card_is_read_for_its_prompt_and_skills_when_that_is_all_there_is(
+    api: httpx.AsyncClient, fake: FakeAnthropic
+) -> None:
+    dataset = await create_dataset(api)
+    with running_a2a_agent() as agent:
+        registered = await api.post(
+            "/api/v1/agents", json={"name": "a2a", "url": agent.base_url, "protocol": "a2a"}
+        )
+    assert registered.status_code == 201, registered.text
+    before = len(fake.requests)
+
+    await generate(api, dataset["id"], count=2, agent_id=registered.json()["id"])
+
+    plan = fake.requests[before]
+    assert "You are Refund agent. Answers refund questions" in plan.prompt_text
+    assert "Looks an order up and refunds it" in plan.prompt_text
+    assert '"refunds"' in plan.prompt_text, "the card's skill is offered as a tool"
