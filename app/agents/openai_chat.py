@@ -69,9 +69,9 @@ def encode_request(target: AgentTarget, body: Mapping[str, Any]) -> bytes:
     if target.model:
         request["model"] = target.model
     request["messages"] = _messages(target, body)
-    tools = [_function_tool(tool) for tool in target.tools]
-    if tools:
-        request["tools"] = [tool for tool in tools if tool is not None]
+    tools = [tool for each in target.tools if (tool := _function_tool(each)) is not None]
+    if tools:  # an empty list is refused by OpenAI's own API
+        request["tools"] = tools
     return _encoder.encode(request)
 
 

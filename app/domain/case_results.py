@@ -172,7 +172,8 @@ class NewResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 def _trace_ids(agent_trace_id: str | None, played: Played | None) -> tuple[str, ...] | None:
     """The trace ids of a result's calls: its one call's, or each played turn's."""
     if played is not None:
-        ids = tuple(t.agent_trace_id for t in played.conversation.turns if t.agent_trace_id)
+        turns = played.conversation.turns
+        ids = tuple(t.agent_trace_id for t in turns if isinstance(t.agent_trace_id, str))
     else:
         ids = () if agent_trace_id is None else (agent_trace_id,)
     return ids or None

@@ -175,7 +175,7 @@ async def _play_turn(
         actual_tool_calls=None if failed or calls is msgspec.UNSET else calls,
         latency_ms=answer.latency_ms,
         error=answer.error,
-        agent_trace_id=answer.agent_trace_id,
+        agent_trace_id=answer.agent_trace_id or msgspec.UNSET,
     )
     return record, answer
 

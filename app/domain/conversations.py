@@ -91,8 +91,9 @@ class TurnRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     actual_tool_calls: Any = None
     latency_ms: int | None = None
     error: str | None = None
-    # The W3C trace id of this turn's call to the agent (contract section 14).
-    agent_trace_id: str | None = None
+    # The W3C trace id of this turn's call to the agent (contract section 14); left out when
+    # no call carried one (a CI client's turns).
+    agent_trace_id: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class SimulatedUsage(msgspec.Struct, frozen=True, kw_only=True, gc=False):

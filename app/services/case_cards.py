@@ -46,7 +46,9 @@ async def case_card(
         platform, project_id, run_id, test_case_id, trial
     )
     now = await case_card_reads.case_now(platform.pool, project_id, run.dataset_id, test_case_id)
-    turn_ids = [(t.turn, t.agent_trace_id) for t in result.turns or () if t.agent_trace_id]
+    turn_ids = [
+        (t.turn, t.agent_trace_id) for t in result.turns or () if isinstance(t.agent_trace_id, str)
+    ]
     here = await agent_traces.arrived(platform, project_id, [trace for _, trace in turn_ids])
     return CaseCard(
         run=run,
