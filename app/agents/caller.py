@@ -17,9 +17,11 @@ from typing import Any
 import msgspec
 from prometheus_client import Counter, Histogram
 
-from agentlasso.agents.a2a import A2aPending
+from agentlasso.agent_wire.a2a import A2aPending
+from agentlasso.agent_wire.calls import AgentCallResult, AgentTarget
+from agentlasso.agent_wire.protocols import decode_answer, encode_poll, encode_request
+from agentlasso.agent_wire.replies import Reply
 from agentlasso.agents.address_guard import AddressRefused, Resolver, resolve_host
-from agentlasso.agents.calls import AgentCallResult, AgentTarget
 from agentlasso.agents.connections import ConnectionPool
 from agentlasso.agents.failures import (
     answered_status,
@@ -39,8 +41,6 @@ from agentlasso.agents.http1 import (
     ConnectionBroken,
     HeadersTooLarge,
 )
-from agentlasso.agents.protocols import decode_answer, encode_poll, encode_request
-from agentlasso.agents.replies import Reply
 from agentlasso.agents.requests import (
     Endpoint,
     Exchange,

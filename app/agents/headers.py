@@ -7,7 +7,7 @@ from uuid import UUID
 
 import msgspec
 
-from agentlasso.agents.calls import AgentTarget
+from agentlasso.agent_wire.calls import AgentTarget
 from agentlasso.domain.agents import Agent
 from agentlasso.errors import Conflict
 from agentlasso.secrets_box import UnsealError, seal, unseal

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from agentlasso.agent_wire.calls import AgentTarget
 from agentlasso.agents.address_guard import parse_agent_url
-from agentlasso.agents.calls import AgentTarget
 from agentlasso.agents.http1 import Origin
 from agentlasso.domain.agent_headers import HEADER_NAME, HEADER_VALUE
 

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from agentlasso.agent_wire.calls import AgentTarget
 from agentlasso.cli.compare_report import (
     CaseText,
     fetch_compared,
@@ -22,6 +23,7 @@ from agentlasso.cli.conversations import play_conversation_case
 from agentlasso.cli.errors import run_reporting_errors
 from agentlasso.cli.gate_report import GateReport, finish, print_run_page
 from agentlasso.cli.local_agents import AgentCaller, CommandAgent, HttpAgent, call_once, failed
+from agentlasso.cli.protocol_agents import ProtocolAgent
 from agentlasso.client import (
     AgentLassoClient,
     GradedResult,
@@ -60,6 +62,10 @@ class CiOptions(msgspec.Struct, frozen=True, kw_only=True):
     comment_file: Path | None = None
     # The agent's declared tools (their input schemas check tool_args_valid); None: not sent.
     tools: list[dict[str, Any]] | None = None
+    # How --agent-url is spoken to (contract section 14), and the model an openai_chat
+    # endpoint is asked for.
+    agent_protocol: str = "agentlasso"
+    agent_model: str | None = None
 
 
 def run_ci(options: CiOptions) -> int:
@@ -138,6 +144,12 @@ def _agent(options: CiOptions, http: httpx.AsyncClient) -> AgentCaller:
     if options.agent_cmd is not None:
         return CommandAgent(options.agent_cmd, options.timeout_s)
     assert options.agent_url is not None
+    if options.agent_protocol != "agentlasso":
+        target = AgentTarget(
+            options.agent_url, {}, options.timeout_s, protocol=options.agent_protocol,
+            model=options.agent_model, tools=tuple(options.tools or ()),
+        )  # fmt: skip
+        return ProtocolAgent(http, target)
     return HttpAgent(http, options.agent_url, options.timeout_s)
 
 

@@ -39,6 +39,8 @@ def _ci(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         junit=Path(args.junit) if args.junit else None,
         tools=args.tools,
+        agent_protocol=args.agent_protocol,
+        agent_model=args.agent_model,
         **_compare_options(args),
     )
     return run_ci(options)
@@ -179,6 +181,14 @@ def _add_ci(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     agent.add_argument(
         "--agent-cmd", help="run this command per case: request on stdin, answer on stdout"
     )
+    ci.add_argument(
+        "--agent-protocol",
+        choices=("agentlasso", "openai_chat", "a2a"),
+        default="agentlasso",
+        help="how --agent-url is spoken to: AgentLasso's JSON (the default), an "
+        "OpenAI-compatible chat-completions URL, or an A2A agent (its card or base URL)",
+    )
+    ci.add_argument("--agent-model", help="the model an openai_chat endpoint is asked for")
     ci.add_argument("--concurrency", type=_positive, default=8, help="agent calls at once")
     ci.add_argument(
         "--batch-size",

@@ -9,8 +9,8 @@ from typing import Any, NoReturn
 
 import msgspec
 
+from agentlasso.agent_wire.a2a_card import card_url, parse_card
 from agentlasso.agents import AgentTarget, check_agent_url
-from agentlasso.agents.a2a_card import card_url, parse_card
 from agentlasso.errors import FieldError, InvalidInput
 from agentlasso.services.platform import Platform
 

@@ -16,7 +16,7 @@ from uuid import UUID
 import msgspec
 from redis.exceptions import RedisError
 
-from agentlasso.agents.a2a_card import A2aCard, card_prompt_and_tools
+from agentlasso.agent_wire.a2a_card import A2aCard, card_prompt_and_tools
 from agentlasso.db import agents as agent_rows
 from agentlasso.db import case_drafts as draft_rows
 from agentlasso.db import datasets as dataset_rows

@@ -11,8 +11,8 @@ import msgspec
 import msgspec.inspect
 from litestar import Controller, Request, Response, get, post
 
+from agentlasso.agent_wire.protocols import PROTOCOL_LABELS
 from agentlasso.agents import AgentCallResult
-from agentlasso.agents.protocols import PROTOCOL_LABELS
 from agentlasso.domain.agents import Agent
 from agentlasso.domain.audit import Caller
 from agentlasso.domain.scopes import SCOPE_MEANINGS, Scope

@@ -14,8 +14,8 @@ import pytest
 import pytest_asyncio
 from openai import AsyncOpenAI
 
+from agentlasso.agent_wire.a2a_card import card_url, parse_card
 from agentlasso.agents import AgentCallResult, AgentClient, AgentTarget
-from agentlasso.agents.a2a_card import card_url, parse_card
 from tests.support.a2a_agent import SLOW_S, TOOL_CALLS, RunningA2aAgent, running_a2a_agent
 from tests.support.openai_chat_agent import HostileModel, running_openai_endpoint
 

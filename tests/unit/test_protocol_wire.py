@@ -9,13 +9,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from agentlasso.agents.a2a import A2aPending, encode_poll, encode_send
-from agentlasso.agents.a2a import decode_answer as a2a_decode
-from agentlasso.agents.a2a_card import card_prompt_and_tools, card_url, parse_card
-from agentlasso.agents.calls import AgentTarget
-from agentlasso.agents.openai_chat import decode_answer as chat_decode
-from agentlasso.agents.openai_chat import encode_request
-from agentlasso.agents.replies import Reply
+from agentlasso.agent_wire.a2a import A2aPending, encode_poll, encode_send
+from agentlasso.agent_wire.a2a import decode_answer as a2a_decode
+from agentlasso.agent_wire.a2a_card import card_prompt_and_tools, card_url, parse_card
+from agentlasso.agent_wire.calls import AgentTarget
+from agentlasso.agent_wire.openai_chat import decode_answer as chat_decode
+from agentlasso.agent_wire.openai_chat import encode_request
+from agentlasso.agent_wire.replies import Reply
 
 DEEP = b"[" * 200 + b"]" * 200
 

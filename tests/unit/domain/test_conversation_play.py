@@ -9,8 +9,8 @@ from typing import Any
 
 import msgspec
 
-from agentlasso.agents.calls import AgentCallResult
-from agentlasso.agents.replies import parse_reply
+from agentlasso.agent_wire.calls import AgentCallResult
+from agentlasso.agent_wire.replies import parse_reply
 from agentlasso.domain.conversation_play import (
     NO_USER_MODEL,
     NextUser,

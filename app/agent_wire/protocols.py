@@ -14,10 +14,10 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from agentlasso.agents import a2a, openai_chat
-from agentlasso.agents.a2a import A2aPending
-from agentlasso.agents.calls import AgentTarget
-from agentlasso.agents.replies import Reply, parse_reply
+from agentlasso.agent_wire import a2a, openai_chat
+from agentlasso.agent_wire.a2a import A2aPending
+from agentlasso.agent_wire.calls import AgentTarget
+from agentlasso.agent_wire.replies import Reply, parse_reply
 
 Protocol = Literal["agentlasso", "openai_chat", "a2a"]
 PROTOCOLS: Final[tuple[Protocol, ...]] = ("agentlasso", "openai_chat", "a2a")

@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from agentlasso.agents.replies import Reply
+from agentlasso.agent_wire.replies import Reply
 from agentlasso.domain.json_nesting import too_deep
 
 # The body's keys that travel as the message's metadata.

@@ -22,8 +22,8 @@ from typing import Any
 
 import msgspec
 
-from agentlasso.agents.calls import AgentTarget
-from agentlasso.agents.replies import Reply
+from agentlasso.agent_wire.calls import AgentTarget
+from agentlasso.agent_wire.replies import Reply
 from agentlasso.domain.json_nesting import too_deep
 
 _CONTEXT_PREFIX = "The data context of this test (JSON): "
