@@ -8,9 +8,10 @@ throughput and client CPU per call within 1.25x of the `agentlasso` protocol's; 
 
 One AgentClient (max_connections = concurrency) in this process calls a fake agent per
 protocol, each in its own process on 127.0.0.1 so its CPU is not counted: HTTP/1.1 keep-alive
-on asyncio's raw protocol, answering every request after the delay with a fixed body in the
-protocol's format (the same text and one tool call in each). The variants are run in turn, R
-rounds, and the medians printed, so a drift of the machine's load falls on all of them.
+on asyncio's raw protocol (tests/perf/delayed_agent.py's), answering every request after the
+delay with a fixed body in the protocol's format (the same text and one tool call in each).
+The variants are run in turn, R rounds, and the medians printed, so a drift of the machine's
+load falls on all of them.
 
 The envelope is measured two ways, as a difference of a few microseconds is within the noise
 of whole runs on a shared machine: whole runs of `agentlasso` without it (the caller's
@@ -44,6 +45,7 @@ from agentlasso.agents.protocols import decode_answer, encode_request
 from agentlasso.agents.requests import Exchange
 from agentlasso.domain.trace_context import new_traceparent
 
+ROOT = Path(__file__).resolve().parents[2]
 PROTOCOLS = ("agentlasso", "openai_chat", "a2a")
 # The agentlasso protocol with the envelope taken out: the reference for its cost.
 BARE = "agentlasso-no-envelope"
@@ -85,69 +87,26 @@ REPLIES: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 
 
-class DelayedAnswers(asyncio.Protocol):
-    """A keep-alive HTTP/1.1 connection answering each whole request after the delay."""
-
-    delay_s = 0.05
-    response = b""
-
-    def __init__(self) -> None:
-        self.buffer = b""
-        self.transport: Any = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
-            length = _content_length(self.buffer[:end])
-            if len(self.buffer) < end + 4 + length:
-                return
-            self.buffer = self.buffer[end + 4 + length :]
-            asyncio.get_running_loop().call_later(self.delay_s, self.answer)
-
-    def answer(self) -> None:
-        """Write the fixed answer, unless the client went away."""
-        if not self.transport.is_closing():
-            self.transport.write(self.response)
-
-
-def _content_length(head: bytes) -> int:
-    """A request head's Content-Length (0 when absent)."""
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            return int(value)
-    return 0
-
-
 async def serve(protocol: str, delay_ms: float) -> None:
     """Answer in the protocol's format on a free loopback port, printed first, until killed."""
-    body = json.dumps(REPLIES[protocol]).encode()
-    head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
-    DelayedAnswers.response = head % len(body) + body
-    DelayedAnswers.delay_s = delay_ms / 1000
-    server = await asyncio.get_running_loop().create_server(
-        DelayedAnswers, "127.0.0.1", 0, backlog=4096
-    )
-    print(server.sockets[0].getsockname()[1], flush=True)
-    async with server:
-        await server.serve_forever()
+    # Imported here: only the child, run as a module from the checkout, can import tests/.
+    from tests.perf.delayed_agent import DelayedAgent, response_with, serve_with
+
+    class ProtocolAgent(DelayedAgent):
+        """tests/perf/delayed_agent.py's fast agent, answering in this protocol's format."""
+
+        delay_s = delay_ms / 1000
+        response = response_with(json.dumps(REPLIES[protocol]).encode())
+
+    await serve_with(ProtocolAgent)
 
 
 @contextlib.contextmanager
 def agent_process(protocol: str, delay_ms: float) -> Iterator[str]:
     """The protocol's fake agent in a child process; yields its URL."""
-    command = [
-        sys.executable,
-        str(Path(__file__)),
-        "--serve",
-        protocol,
-        "--delay-ms",
-        str(delay_ms),
-    ]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    module = "tests.perf.bench_agent_protocols"
+    command = [sys.executable, "-m", module, "--serve", protocol, "--delay-ms", str(delay_ms)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
         yield f"http://127.0.0.1:{int(process.stdout.readline())}/agent"
