@@ -24,7 +24,7 @@ import msgspec
 
 from agentlasso.agent_wire.calls import AgentTarget
 from agentlasso.agent_wire.replies import Reply
-from agentlasso.domain.json_nesting import too_deep
+from agentlasso.domain.json_nesting import MAX_DEPTH, too_deep
 
 _CONTEXT_PREFIX = "The data context of this test (JSON): "
 
@@ -69,7 +69,7 @@ def encode_request(target: AgentTarget, body: Mapping[str, Any]) -> bytes:
     if target.model:
         request["model"] = target.model
     request["messages"] = _messages(target, body)
-    tools = [tool for each in target.tools if (tool := _function_tool(each)) is not None]
+    tools = _function_tools(target.tools)
     if tools:  # an empty list is refused by OpenAI's own API
         request["tools"] = tools
     return _encoder.encode(request)
@@ -96,6 +96,26 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return "" if value is None else _encoder.encode(value).decode()
+
+
+# A run's calls share one target: its tools are converted once (kept by the tuple's identity,
+# the tuple held so the identity is not reused).
+_converted: dict[int, tuple[tuple[dict[str, Any], ...], list[dict[str, Any]]]] = {}
+_CONVERTED_KEPT = 256
+
+
+def _function_tools(declared: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    """The declared tools as OpenAI function tools, nameless ones left out."""
+    if not declared:
+        return []
+    kept = _converted.get(id(declared))
+    if kept is not None and kept[0] is declared:
+        return kept[1]
+    tools = [tool for each in declared if (tool := _function_tool(each)) is not None]
+    if len(_converted) >= _CONVERTED_KEPT:
+        _converted.clear()
+    _converted[id(declared)] = (declared, tools)
+    return tools
 
 
 def _function_tool(tool: Any) -> dict[str, Any] | None:
@@ -144,10 +164,16 @@ def _tool_call(call: _ToolCall) -> dict[str, Any]:
     decoded when it is JSON, else kept as it came (a check then says it is not an object)."""
     function = call.function or _Function()
     arguments = function.arguments
-    if isinstance(arguments, str) and too_deep(arguments.encode()) is None:
+    if isinstance(arguments, str) and not _may_be_too_deep(arguments):
         with contextlib.suppress(msgspec.DecodeError):  # not JSON: kept as the string
             arguments = msgspec.json.decode(arguments)
     return {"name": function.name, "arguments": arguments}
+
+
+def _may_be_too_deep(text: str) -> bool:
+    """Whether the text could nest past the limit: a short one cannot (each level takes two
+    characters), so only a long one is scanned."""
+    return len(text) > 2 * MAX_DEPTH and too_deep(text) is not None
 
 
 def _error_sentence(error: _Error) -> str:

@@ -39,9 +39,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agentlasso.agent_wire.protocols import decode_answer, encode_request
 from agentlasso.agents import AgentClient, AgentTarget
 from agentlasso.agents import caller as caller_module
-from agentlasso.agents.protocols import decode_answer, encode_request
 from agentlasso.agents.requests import Exchange
 from agentlasso.domain.trace_context import new_traceparent
 
