@@ -6,12 +6,13 @@ and of one they disagree with."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
 import pytest_asyncio
 
+from agentlasso.config import Settings
 from tests.support.api import all_results, create_dataset
 from tests.support.assertions import assert_problem
 from tests.support.databases import new_project_key
@@ -22,9 +23,16 @@ from tests.support.judged_runs import (
     WRONGLY_FAILED,
     ci_run_of,
     judged_run,
+    judging_platform,
 )
 
 NOTE = "20 EUR is the amount: it meets the criterion."
+
+
+@pytest.fixture(scope="module")
+def judging(settings: Settings) -> Iterator[tuple[str, FakeAnthropic]]:
+    with judging_platform(settings) as platform:
+        yield platform
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ starting afresh (contract section 15)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -14,6 +14,7 @@ import pytest
 import pytest_asyncio
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
+from agentlasso.config import Settings
 from agentlasso.db.pool import create_pool
 from agentlasso.domain.scopes import Scope
 from agentlasso_workers.trace_reading import read_waiting_traces
@@ -25,8 +26,16 @@ from tests.support.judged_runs import (
     SHORT,
     WRONGLY_FAILED,
     judged_run,
+    judging_platform,
 )
 from tests.support.otlp import protobuf_request, refund_conversation
+
+
+@pytest.fixture(scope="module")
+def judging_url(settings: Settings) -> Iterator[str]:
+    """An API process and worker processes whose judge is the fake Anthropic, for the module."""
+    with judging_platform(settings) as (url, _anthropic):
+        yield url
 
 
 @pytest.fixture

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
 import pytest_asyncio
 from sklearn.metrics import cohen_kappa_score
 
+from agentlasso.config import Settings
 from agentlasso.db.pool import create_pool
 from agentlasso.domain.scopes import Scope
 from agentlasso.services.accounts import create_user_at
@@ -29,11 +30,19 @@ from tests.support.judged_runs import (
     SHORT,
     WRONGLY_FAILED,
     judged_run,
+    judging_platform,
 )
 from tests.support.otlp import protobuf_request
 from tests.support.web import browser, csrf_token, lands_on, shown_text, signed_in_csrf
 
 ITEM_LINK = re.compile(r'href="/review/([0-9a-f-]{36})"')
+
+
+@pytest.fixture(scope="module")
+def judging_url(settings: Settings) -> Iterator[str]:
+    """An API process and worker processes whose judge is the fake Anthropic, for the module."""
+    with judging_platform(settings) as (url, _anthropic):
+        yield url
 
 
 @pytest.fixture
