@@ -16,6 +16,7 @@ Decisions where the protocol leaves a choice:
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -109,9 +110,24 @@ def _rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": _new_id(), "method": method, "params": params}
 
 
+# Ids are this process's random prefix and a count: unique across processes and calls
+# without a read of the system's randomness per id (three a call, on the hot path). A forked
+# child draws its own prefix, or it would repeat its parent's ids.
+_id_prefix = os.urandom(10).hex()
+_id_numbers = itertools.count(1)
+
+
+def _new_prefix() -> None:
+    global _id_prefix
+    _id_prefix = os.urandom(10).hex()
+
+
+os.register_at_fork(after_in_child=_new_prefix)
+
+
 def _new_id() -> str:
-    """A request's or message's id: unique, and cheaper than a uuid4's string (the hot path)."""
-    return os.urandom(12).hex()
+    """A request's, message's or single-turn context's id, never the same twice."""
+    return f"{_id_prefix}{next(_id_numbers):012x}"
 
 
 def decode_answer(content: bytes) -> Reply | A2aPending | str:

@@ -4,6 +4,7 @@ branch by branch; the servers' side is tests/integration/test_agent_protocols.py
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import msgspec
@@ -129,6 +130,32 @@ def test_a_message_send_carries_the_case_as_metadata_and_one_context_per_convers
     assert message["metadata"] == {"source": "s", "turn": 2, "tool_fixtures": {"t": []}}
     assert single["params"]["message"]["contextId"] != "conv-1"
     assert json.loads(encode_poll("task-9"))["params"] == {"id": "task-9"}
+
+
+def sent_ids(content: bytes) -> tuple[str, str, str]:
+    sent = json.loads(content)
+    message = sent["params"]["message"]
+    return sent["id"], message["messageId"], message["contextId"]
+
+
+def test_every_request_message_and_single_turn_context_id_is_new() -> None:
+    ids = [each for _ in range(1_000) for each in sent_ids(encode_send({"input": "hi"}))]
+
+    assert len(set(ids)) == len(ids)
+
+
+def test_a_forked_process_does_not_repeat_its_parents_ids() -> None:
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: its next ids, written for the parent to compare
+        os.write(writer, json.dumps(sent_ids(encode_send({"input": "hi"}))).encode())
+        os._exit(0)
+    os.close(writer)
+    os.waitpid(child, 0)
+    childs = json.loads(os.read(reader, 4096))
+    os.close(reader)
+
+    assert not set(childs) & set(sent_ids(encode_send({"input": "hi"})))
 
 
 def rpc(result: Any) -> bytes:
