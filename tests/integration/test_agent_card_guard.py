@@ -1,0 +1,49 @@
+"""Registration of an A2A agent through the address guard (contract section 14): the card is
+fetched only from an address the guard allows, and the endpoint the card names must pass the
+guard as a registered URL would. Real SDK agents on loopback; the app in process."""
+
+from __future__ import annotations
+
+import msgspec
+
+from agentlasso.config import Settings
+from tests.integration.test_agents import app_client
+from tests.support.a2a_agent import running_a2a_agent
+from tests.support.assertions import assert_problem
+
+
+async def test_a_guarded_platform_refuses_an_a2a_agent_on_an_internal_address(
+    settings: Settings, api_key: str
+) -> None:
+    guarded = msgspec.structs.replace(settings, allow_private_agents=False)
+    with running_a2a_agent() as agent:
+        async with app_client(guarded, api_key) as http:
+            response = await http.post(
+                "/api/v1/agents",
+                json={"name": "x", "url": agent.base_url, "protocol": "a2a"},
+            )
+            stored = (await http.get("/api/v1/agents")).json()["items"]
+
+    problem = assert_problem(response, 422, pointer="/url")
+    assert "loopback" in str(problem), problem
+    assert agent.executor.metadata == [], "no message was sent to the agent"
+    assert stored == []
+
+
+async def test_a_card_naming_an_endpoint_the_guard_refuses_is_not_registered(
+    settings: Settings, api_key: str
+) -> None:
+    elsewhere = "http://agent.invalid/a2a"  # RFC 6761: never resolves
+    with running_a2a_agent(endpoint=elsewhere) as agent:
+        async with app_client(settings, api_key) as http:
+            response = await http.post(
+                "/api/v1/agents",
+                json={"name": "x", "url": agent.base_url, "protocol": "a2a"},
+            )
+            stored = (await http.get("/api/v1/agents")).json()["items"]
+
+    problem = assert_problem(response, 422, pointer="/url")
+    detail = str(problem)
+    assert f"names the endpoint {elsewhere}, which is refused" in detail, detail
+    assert "does not resolve" in detail, detail
+    assert stored == []
