@@ -3,7 +3,8 @@ column, and imports back unchanged.
 
 Text columns hold text as it is (an `input` cell that looks like JSON stays text: a user's
 message may well be JSON); the JSON columns hold JSON: `input_json` (a structured input, or
-an input that is the empty string), `conversation`, `checks`, `evaluation_criteria_json`.
+an input that is the empty string), `conversation`, `checks`, `evaluation_criteria_json`,
+`tool_fixtures`.
 An empty cell is an absent field. `tags` is comma-separated.
 """
 
@@ -21,12 +22,14 @@ from agentlasso.errors import FieldError, InvalidInput
 from agentlasso.importers.items import ImportItem, ItemReport, Source, unreadable
 
 TEXT_COLUMNS = ("input", "expected_output", "evaluation_type", "description")
-JSON_COLUMNS = ("input_json", "conversation", "checks", "evaluation_criteria_json")
+JSON_COLUMNS = (
+    "input_json", "conversation", "checks", "evaluation_criteria_json", "tool_fixtures",
+)  # fmt: skip
 NUMBER_COLUMNS = ("min_confidence", "checks_version")
 COLUMNS = (
     "input", "input_json", "conversation", "expected_output", "evaluation_type",
     "min_confidence", "description", "tags", "checks", "checks_version",
-    "evaluation_criteria_json",
+    "evaluation_criteria_json", "tool_fixtures",
 )  # fmt: skip
 # The JSON Lines import's camelCase spellings, taken here too.
 _ALIASES = {
@@ -152,7 +155,7 @@ def export_row(content: TestCaseContent) -> bytes:
         "checks_version": str(content.checks_version),
         "evaluation_type": content.evaluation_type,
     }
-    for name in ("conversation", "checks", "evaluation_criteria_json"):
+    for name in ("conversation", "checks", "evaluation_criteria_json", "tool_fixtures"):
         cells[name] = "" if fields.get(name) is None else _json(fields[name])
     for name in ("expected_output", "description"):
         cells[name] = fields.get(name) or ""

@@ -56,6 +56,15 @@ def every_kind_of_case() -> list[dict[str, Any]]:
             },
             "checks": [{"type": "tool_not_called", "tool": "orders.cancel"}],
         },
+        {
+            "input": "refund order 1234",
+            "tool_fixtures": {
+                "orders.lookup": [
+                    {"arguments": {"order": 1234}, "result": {"status": "delivered"}},
+                    {"result": "no such order"},
+                ]
+            },
+        },
         {"input": "=SUM(A1:A2) and a leading space", "min_confidence": 100},
         {"input": " padded  ", "description": "  spaces kept  "},
     ]
@@ -89,6 +98,7 @@ async def test_every_kind_of_case_exports_to_csv_and_imports_back_unchanged(
     assert json.loads(rows[2]["input_json"]) == every_kind_of_case()[2]["input"]
     assert rows[3]["input"] == '{"looks": "like JSON"}'  # text stays text
     assert rows[0]["tags"] == "smoke,billing"
+    assert json.loads(rows[6]["tool_fixtures"]) == every_kind_of_case()[6]["tool_fixtures"]
 
     copy = await create_dataset(client)
     reimported = await import_csv(client, copy["id"], exported.content)
