@@ -93,13 +93,15 @@ async def play_conversation_case(
         answer = await agent.exchange(msgspec.to_builtins(body))
         latency_ms = answer.latency_ms or 0
         if answer.reply is None:
-            return TurnAnswer(latency_ms=latency_ms, error=answer.error or "the agent call failed")
+            why = answer.error or "the agent call failed"
+            return TurnAnswer(latency_ms=latency_ms, error=why, agent_trace_id=answer.trace_id)
         reply = answer.reply
         return TurnAnswer(
             actual_output=reply.get("output", msgspec.UNSET),
             actual_tool_calls=reply.get("tool_calls", msgspec.UNSET),
             latency_ms=latency_ms,
             end=reply.get("end") is True,
+            agent_trace_id=answer.trace_id,
         )
 
     async def next_user(simulated: SimulatedUser, messages: tuple[Message, ...]) -> UserTurn:
@@ -128,6 +130,7 @@ def posted_result(test_case_id: str, played: PlayedConversation) -> ResultToPost
             latency_ms=turn.latency_ms,
             error=turn.error,
             user=turn.user if turn.simulated else msgspec.UNSET,
+            agent_trace_id=turn.agent_trace_id if isinstance(turn.agent_trace_id, str) else None,
         )
         for turn in played.turns
     ]

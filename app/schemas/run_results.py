@@ -29,6 +29,8 @@ class PostedTurn(
     # The user message of this turn: the scripted turn's when left out; required past the
     # script (the simulated user's message).
     user: UserMessage | msgspec.UnsetType = msgspec.UNSET
+    # The W3C trace id of the traceparent this turn's call to the agent carried (section 14).
+    agent_trace_id: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")] | None = None
 
 
 class NextUserTurn(msgspec.Struct, kw_only=True):

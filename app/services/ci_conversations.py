@@ -188,6 +188,7 @@ def _record(number: int, turn: PostedTurn, conversation: Conversation) -> TurnRe
         actual_output=None if output is msgspec.UNSET else reply_text(output),
         actual_tool_calls=None if calls is msgspec.UNSET else calls,
         latency_ms=turn.latency_ms, error=turn.error,
+        agent_trace_id=turn.agent_trace_id or msgspec.UNSET,
     )  # fmt: skip
 
 

@@ -126,6 +126,23 @@ def test_scripted_conversations_are_played_turn_by_turn_and_fail_naming_the_turn
     assert "turn 3: c3 tool_called (critical, failed)" in (failure.text or "")
 
 
+def test_each_turns_call_carries_a_traceparent_whose_trace_id_the_turn_keeps(
+    api_process_url: str, api_key: str, agent: ConversationAgent
+) -> None:
+    dataset, (case_id,) = dataset_of(api_process_url, api_key, [refund_conversation("A-17")])
+
+    done = run_ci(api_process_url, api_key, "--dataset", dataset, "--agent-url", agent.url)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    sent = {
+        request["turn"]: str(traceparent).split("-")[1]
+        for request, traceparent in zip(agent.requests, agent.traceparents, strict=True)
+    }
+    turns = stored_results(api_process_url, api_key, done.stdout)[case_id]["turns"]
+    assert {turn["turn"]: turn["agent_trace_id"] for turn in turns} == sent
+    assert len(set(sent.values())) == 3, "a new trace for each turn's call"
+
+
 def test_an_agent_command_plays_a_conversation_from_its_messages(
     api_process_url: str, api_key: str, tmp_path: Path
 ) -> None:

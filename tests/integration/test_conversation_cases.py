@@ -315,6 +315,11 @@ async def test_turns_are_only_for_conversations_and_required_for_them(
         client, run_id, [{"test_case_id": conversation_id, "turns": [{"output": "x"}]}]
     )
     assert_problem(unknown, 422, pointer="/results/0/turns/0/output")
+    not_a_trace = [{**GOOD_TURNS[0], "agent_trace_id": "not-a-trace"}, *GOOD_TURNS[1:]]
+    bad_trace = await post(
+        client, run_id, [{"test_case_id": conversation_id, "turns": not_a_trace}]
+    )
+    assert_problem(bad_trace, 422, pointer="/results/0/turns/0/agent_trace_id")
     # Nothing was stored by the refused posts.
     assert await results_of(client, run_id) == {}
 

@@ -63,7 +63,7 @@ class _AgentHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         request = _read_json(self)
-        answer = self.server.answer(request)
+        answer = self.server.answer(request, self.headers.get("traceparent"))
         _answer(self, 200, json.dumps(answer).encode(), "application/json")
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -78,6 +78,8 @@ class ConversationAgent(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _AgentHandler)
         self.requests: list[dict[str, Any]] = []
+        # Each request's traceparent header (None when it had none), in the requests' order.
+        self.traceparents: list[str | None] = []
         self.states: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
@@ -85,10 +87,11 @@ class ConversationAgent(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/agent"
 
-    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, request: dict[str, Any], traceparent: str | None) -> dict[str, Any]:
         """Record the request and answer it from its conversation's state."""
         with self._lock:
             self.requests.append(request)
+            self.traceparents.append(traceparent)
             state = self.states.setdefault(request["conversation_id"], {})
             return agent_answer(state, request)
 
