@@ -31,6 +31,7 @@ _METADATA_KEYS = ("source", "test_case_id", "run_id", "trial", "turn", "context"
 _FINISHED = {"completed"}
 _FAILED = {"failed", "canceled", "rejected"}
 _STOPPED_FOR_INPUT = {"input-required", "auth-required"}
+_BLOCKING = {"blocking": True}
 _encoder = msgspec.json.Encoder()
 
 
@@ -89,25 +90,28 @@ def encode_send(body: Mapping[str, Any]) -> bytes:
         if isinstance(agent_input, str)
         else {"kind": "data", "data": agent_input}
     )
+    # One new id is the request's, its message's and a single turn's context's: each is still
+    # unique among its kind.
+    call_id = _new_id()
     message = {
         "kind": "message",
         "role": "user",
-        "messageId": _new_id(),
-        "contextId": str(body.get("conversation_id") or _new_id()),
+        "messageId": call_id,
+        "contextId": str(body.get("conversation_id") or call_id),
         "parts": [part],
-        "metadata": {key: body[key] for key in _METADATA_KEYS if body.get(key) is not None},
+        "metadata": {key: value for key in _METADATA_KEYS if (value := body.get(key)) is not None},
     }
-    params = {"message": message, "configuration": {"blocking": True}}
-    return _encoder.encode(_rpc("message/send", params))
+    params = {"message": message, "configuration": _BLOCKING}
+    return _encoder.encode(_rpc("message/send", params, call_id))
 
 
 def encode_poll(task_id: str) -> bytes:
     """A `tasks/get` request for a task still running."""
-    return _encoder.encode(_rpc("tasks/get", {"id": task_id}))
+    return _encoder.encode(_rpc("tasks/get", {"id": task_id}, _new_id()))
 
 
-def _rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": _new_id(), "method": method, "params": params}
+def _rpc(method: str, params: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": call_id, "method": method, "params": params}
 
 
 # Ids are this process's random prefix and a count: unique across processes and calls
@@ -171,18 +175,21 @@ def _task_reply(task: _Result) -> Reply | A2aPending | str:
 
 def _reply(parts: list[_Part]) -> Reply:
     """The reply in a message's parts: its text, and the tool calls its data parts report."""
+    texts: list[str] = []
     calls: list[Any] = []
     reported = False
     for part in parts:
+        if isinstance(part.text, str):
+            texts.append(part.text)
         if part.kind != "data" or not isinstance(part.data, dict):
             continue
-        if isinstance(part.data.get("tool_calls"), list):
-            calls.extend(part.data["tool_calls"])
+        if isinstance(reported_calls := part.data.get("tool_calls"), list):
+            calls.extend(reported_calls)
             reported = True
         elif isinstance(part.data.get("name"), str):
             calls.append(part.data)
             reported = True
-    return Reply(_text(parts), calls if reported else msgspec.UNSET)
+    return Reply("\n".join(texts), calls if reported else msgspec.UNSET)
 
 
 def _text(parts: list[_Part]) -> str:

@@ -139,9 +139,10 @@ def sent_ids(content: bytes) -> tuple[str, str, str]:
 
 
 def test_every_request_message_and_single_turn_context_id_is_new() -> None:
-    ids = [each for _ in range(1_000) for each in sent_ids(encode_send({"input": "hi"}))]
+    calls = [sent_ids(encode_send({"input": "hi"})) for _ in range(1_000)]
 
-    assert len(set(ids)) == len(ids)
+    for kind in zip(*calls, strict=True):  # request ids, message ids, context ids
+        assert len(set(kind)) == len(calls)
 
 
 def test_a_forked_process_does_not_repeat_its_parents_ids() -> None:
