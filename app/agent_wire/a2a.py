@@ -175,12 +175,9 @@ def _task_reply(task: _Result) -> Reply | A2aPending | str:
 
 def _reply(parts: list[_Part]) -> Reply:
     """The reply in a message's parts: its text, and the tool calls its data parts report."""
-    texts: list[str] = []
     calls: list[Any] = []
     reported = False
     for part in parts:
-        if isinstance(part.text, str):
-            texts.append(part.text)
         if part.kind != "data" or not isinstance(part.data, dict):
             continue
         if isinstance(reported_calls := part.data.get("tool_calls"), list):
@@ -189,7 +186,7 @@ def _reply(parts: list[_Part]) -> Reply:
         elif isinstance(part.data.get("name"), str):
             calls.append(part.data)
             reported = True
-    return Reply("\n".join(texts), calls if reported else msgspec.UNSET)
+    return Reply(_text(parts), calls if reported else msgspec.UNSET)
 
 
 def _text(parts: list[_Part]) -> str:

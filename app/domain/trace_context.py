@@ -4,6 +4,12 @@ the agent's spans of that call can be found by the id the platform stored with t
 from __future__ import annotations
 
 import os
+from typing import Annotated
+
+import msgspec
+
+# A W3C trace id as a client posts it: 32 lowercase hex digits.
+TraceId = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")]
 
 
 def new_traceparent() -> tuple[str, bytes]:

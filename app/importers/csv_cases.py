@@ -155,8 +155,9 @@ def export_row(content: TestCaseContent) -> bytes:
         "checks_version": str(content.checks_version),
         "evaluation_type": content.evaluation_type,
     }
-    for name in ("conversation", "checks", "evaluation_criteria_json", "tool_fixtures"):
-        cells[name] = "" if fields.get(name) is None else _json(fields[name])
+    for name in JSON_COLUMNS:
+        if name != "input_json":  # written with `input` above
+            cells[name] = "" if fields.get(name) is None else _json(fields[name])
     for name in ("expected_output", "description"):
         cells[name] = fields.get(name) or ""
     return _line([cells[name] for name in COLUMNS])

@@ -10,6 +10,7 @@ from agentlasso.domain.agent_calls import Attempt
 from agentlasso.domain.conversations import EndedBy, TurnRecord, UserMessage
 from agentlasso.domain.grades import CheckResult, UngradedItem
 from agentlasso.domain.judging import JudgeRecord
+from agentlasso.domain.trace_context import TraceId
 from agentlasso.schemas.runs import RunGate
 
 Outcome = Literal["passed", "failed", "not_graded"]
@@ -30,7 +31,7 @@ class PostedTurn(
     # script (the simulated user's message).
     user: UserMessage | msgspec.UnsetType = msgspec.UNSET
     # The W3C trace id of the traceparent this turn's call to the agent carried (section 14).
-    agent_trace_id: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")] | None = None
+    agent_trace_id: TraceId | None = None
 
 
 class NextUserTurn(msgspec.Struct, kw_only=True):

@@ -18,6 +18,7 @@ from agentlasso.domain.grades import CaseResult
 from agentlasso.domain.runs import ChunkRef, Counters, Run
 from agentlasso.domain.stored_text import nul_problems
 from agentlasso.domain.test_cases import PinnedCase
+from agentlasso.domain.trace_context import TraceId
 from agentlasso.errors import FieldError, InvalidInput, NotFound
 from agentlasso.off_loop import off_loop_when_many
 from agentlasso.queue import enqueue_quietly
@@ -50,7 +51,7 @@ class PostedResult(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     # How long the client's call to its agent took (latency_below grades it; without it, not).
     latency_ms: Annotated[int, msgspec.Meta(ge=0, le=2_147_483_647)] | None = None
     # The W3C trace id of the traceparent the client's call to its agent carried (section 14).
-    agent_trace_id: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{32}$")] | None = None
+    agent_trace_id: TraceId | None = None
     # A conversation case's result (contract section 13): each turn, and how it ended.
     turns: (
         Annotated[

@@ -36,7 +36,7 @@ async def test_a_guarded_platform_refuses_an_a2a_agent_on_an_internal_address(
 
     problem = assert_problem(response, 422, pointer="/url")
     assert "loopback" in str(problem), problem
-    assert agent.executor.metadata == [], "no message was sent to the agent"
+    assert agent.paths == [], "nothing was sent to the agent, not even a request for its card"
     assert stored == []
 
 
@@ -50,4 +50,5 @@ async def test_a_card_naming_an_endpoint_the_guard_refuses_is_not_registered(
     detail = str(assert_problem(response, 422, pointer="/url"))
     assert f"names the endpoint {elsewhere}, which is refused" in detail, detail
     assert "does not resolve" in detail, detail
+    assert agent.paths == ["/.well-known/agent-card.json"], "only the card was read"
     assert stored == []

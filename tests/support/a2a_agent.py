@@ -120,12 +120,16 @@ def _message_metadata(context: RequestContext) -> dict[str, Any]:
 
 class _AnswerAtOnce:
     """Turns `blocking` off for `slow` and `never` messages: the SDK then answers with the task
-    as it stands (working), the way a server that never waits answers every message."""
+    as it stands (working), the way a server that never waits answers every message. Records
+    the path of every HTTP request, the card's included."""
 
     def __init__(self, app: Starlette) -> None:
         self.app = app
+        self.paths: list[str] = []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            self.paths.append(scope["path"])
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
@@ -182,12 +186,14 @@ def agent_card(base_url: str, endpoint: str | None = None) -> AgentCard:
 
 
 class RunningA2aAgent:
-    """A started server: its base URL, its card's URL, and what its executor saw."""
+    """A started server: its base URL, its card's URL, what its executor saw, and the path of
+    every HTTP request it was sent."""
 
-    def __init__(self, base_url: str, executor: ScriptedExecutor) -> None:
+    def __init__(self, base_url: str, executor: ScriptedExecutor, paths: list[str]) -> None:
         self.base_url = base_url
         self.card_url = f"{base_url}/.well-known/agent-card.json"
         self.executor = executor
+        self.paths = paths
 
 
 def _free_port() -> int:
@@ -218,7 +224,7 @@ def running_a2a_agent(endpoint: str | None = None) -> Iterator[RunningA2aAgent]:
     while not server.started:
         threading.Event().wait(0.01)
     try:
-        yield RunningA2aAgent(base_url, executor)
+        yield RunningA2aAgent(base_url, executor, app.paths)
     finally:
         server.should_exit = True
         thread.join(timeout=5)
