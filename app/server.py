@@ -34,6 +34,7 @@ from agentlasso.api.review_items import ReviewItemController
 from agentlasso.api.run_results import PostedResultsController, RunResultsController
 from agentlasso.api.runs import RunController
 from agentlasso.api.test_cases import DatasetTestCaseController, TestCaseController
+from agentlasso.api.trace_rules import TraceRuleController
 from agentlasso.api.traces import TraceController, TraceSettingsController, otlp_router
 from agentlasso.api.user_turns import UserTurnController
 from agentlasso.config import Settings, load_settings
@@ -163,6 +164,7 @@ def api_router() -> Router:
             CaseDraftController,
             TraceController,
             TraceSettingsController,
+            TraceRuleController,
             WorkerController,
             UserTurnController,
             AuditLogController,

@@ -644,6 +644,59 @@ CREATE TABLE trace_batches (
 );
 CREATE INDEX trace_batches_project_idx ON trace_batches USING btree (project_id, id);
 
+CREATE TABLE trace_evaluations (
+    rule_id uuid NOT NULL,
+    project_id uuid NOT NULL,
+    trace_id text NOT NULL,
+    span_count integer NOT NULL,
+    times_graded integer NOT NULL DEFAULT 0,
+    status text NOT NULL,
+    claimed_at timestamp with time zone NOT NULL DEFAULT now(),
+    graded_at timestamp with time zone,
+    passed boolean,
+    graded boolean,
+    trace_error boolean NOT NULL DEFAULT false,
+    duration_ms bigint NOT NULL DEFAULT 0,
+    judge_cost_usd double precision NOT NULL DEFAULT 0,
+    result jsonb,
+    CONSTRAINT trace_evaluations_pkey PRIMARY KEY (rule_id, trace_id),
+    CONSTRAINT trace_evaluations_project_id_trace_id_fkey FOREIGN KEY (project_id, trace_id) REFERENCES traces(project_id, trace_id) ON DELETE CASCADE,
+    CONSTRAINT trace_evaluations_rule_id_fkey FOREIGN KEY (rule_id) REFERENCES trace_rules(id) ON DELETE CASCADE,
+    CONSTRAINT trace_evaluations_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'graded'::text])))
+);
+CREATE INDEX trace_evaluations_graded_idx ON trace_evaluations USING btree (rule_id, graded_at DESC) WHERE (status = 'graded'::text);
+CREATE INDEX trace_evaluations_pending_idx ON trace_evaluations USING btree (rule_id, claimed_at) WHERE (status = 'pending'::text);
+CREATE INDEX trace_evaluations_trace_idx ON trace_evaluations USING btree (project_id, trace_id);
+
+CREATE TABLE trace_rule_spend (
+    rule_id uuid NOT NULL,
+    day date NOT NULL,
+    cost_usd double precision NOT NULL DEFAULT 0,
+    CONSTRAINT trace_rule_spend_pkey PRIMARY KEY (rule_id, day),
+    CONSTRAINT trace_rule_spend_rule_id_fkey FOREIGN KEY (rule_id) REFERENCES trace_rules(id) ON DELETE CASCADE
+);
+
+CREATE TABLE trace_rules (
+    id uuid NOT NULL,
+    project_id uuid NOT NULL,
+    name text NOT NULL,
+    filter jsonb NOT NULL DEFAULT '{}'::jsonb,
+    sample_rate double precision NOT NULL DEFAULT 1,
+    content jsonb NOT NULL,
+    daily_judge_budget_usd double precision,
+    backfill_hours integer NOT NULL DEFAULT 0,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    seen_until timestamp with time zone NOT NULL,
+    seen_until_trace text NOT NULL DEFAULT ''::text,
+    CONSTRAINT trace_rules_backfill_hours_check CHECK (((backfill_hours >= 0) AND (backfill_hours <= 168))),
+    CONSTRAINT trace_rules_daily_judge_budget_usd_check CHECK ((daily_judge_budget_usd >= (0)::double precision)),
+    CONSTRAINT trace_rules_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
+    CONSTRAINT trace_rules_pkey PRIMARY KEY (id),
+    CONSTRAINT trace_rules_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
+    CONSTRAINT trace_rules_sample_rate_check CHECK (((sample_rate >= (0)::double precision) AND (sample_rate <= (1)::double precision)))
+);
+CREATE INDEX trace_rules_project_idx ON trace_rules USING btree (project_id, created_at DESC);
+
 CREATE TABLE trace_spans (
     project_id uuid NOT NULL,
     trace_id text NOT NULL,
@@ -693,6 +746,7 @@ CREATE INDEX traces_received_idx ON traces USING btree (project_id, received_at)
 CREATE INDEX traces_search_idx ON traces USING gin (search_text gin_trgm_ops);
 CREATE INDEX traces_started_idx ON traces USING btree (project_id, started_at DESC, trace_id DESC);
 CREATE INDEX traces_tools_idx ON traces USING gin (tool_names);
+CREATE INDEX traces_updated_idx ON traces USING btree (project_id, updated_at, trace_id);
 
 CREATE TABLE users (
     id uuid NOT NULL DEFAULT gen_random_uuid(),

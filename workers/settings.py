@@ -25,6 +25,7 @@ from agentlasso.services.operations import refresh_queue_gauges
 from agentlasso.traces.trace_limits import trace_limits
 from agentlasso_workers.lane_balance import LoadBoard
 from agentlasso_workers.lanes import run_lane as run_lane_service
+from agentlasso_workers.rule_grading import grade_due_traces
 from agentlasso_workers.simulated_users import SPEND_EVERY_S, SimulatedUsers
 from agentlasso_workers.state import WorkerState
 from agentlasso_workers.trace_reading import delete_expired_traces, read_waiting_traces
@@ -43,6 +44,8 @@ DEFAULT_CONCURRENCY = 100
 # Accepted trace requests are looked for this often; expired traces, less often.
 TRACE_READ_S = 0.25
 TRACE_EXPIRY_S = 60.0
+# Trace rules look for traces that went quiet this often.
+RULE_GRADING_S = 1.0
 # A queued chunk whose job Redis lost is re-issued after this long.
 LOST_AFTER_S = 10.0
 # Workers exchange their loads this often: a worker added mid-run gets lanes within a second or
@@ -104,6 +107,7 @@ async def startup(ctx: dict[str, Any]) -> None:
             every(TRACE_READ_S, lambda: read_waiting_traces(state.pool, trace_limits(settings)))
         ),
         asyncio.create_task(every(TRACE_EXPIRY_S, lambda: delete_expired_traces(state.pool))),
+        asyncio.create_task(every(RULE_GRADING_S, lambda: grade_due_traces(state))),
     ]
 
 

@@ -35,6 +35,18 @@ _REPLY = {
 
 BODY_EXAMPLES: dict[str, Any] = {
     "createAgent": _AGENT,
+    "createTraceRule": {
+        "name": "Refunds look the order up first",
+        "filter": {"tool": "orders.refund", "attributes": {"service.name": "support-bot"}},
+        "sample_rate": 0.1,
+        "checks": [
+            {"type": "tool_order", "tools": ["orders.lookup", "orders.refund"]},
+            {"type": "output_not_contains", "value": "guarantee"},
+            {"type": "llm_judge", "criterion": "Declines to give legal advice."},
+        ],
+        "daily_judge_budget_usd": 5,
+        "backfill_hours": 24,
+    },
     "updateAgent": {"timeout_s": 60, "max_concurrency": 10},
     "invokeAgent": {"input": "Where is order 1234?"},
     "createDataset": {

@@ -21,6 +21,7 @@ _AGENT = {"agent_id": "$response.body#/id"}
 _DATASET = {"dataset_id": "$response.body#/id"}
 _CASE = {"test_case_id": "$response.body#/id"}
 _RUN = {"run_id": "$response.body#/run_id"}
+_RULE = {"rule_id": "$response.body#/id"}
 _DRAFT = {
     "dataset_id": "$response.body#/drafts/0/dataset_id",
     "draft_id": "$response.body#/drafts/0/id",
@@ -28,6 +29,9 @@ _DRAFT = {
 # Each operation that creates something: its success status, and what can be done with it next
 # (so a client, and Schemathesis's stateful phase, can reach every operation from a create).
 LINKS: dict[str, tuple[str, dict[str, Follow]]] = {
+    "createTraceRule": ("201", {
+        name: Follow(_RULE) for name in ("getTraceRule", "deleteTraceRule")
+    }),
     "createAgent": ("201", {
         name: Follow(_AGENT) for name in ("getAgent", "updateAgent", "deleteAgent", "invokeAgent")
     }),

@@ -10,6 +10,7 @@ import msgspec
 from agentlasso.db.traces import TraceRow
 from agentlasso.domain.checks import WrittenChecks
 from agentlasso.schemas.test_cases import TestCase
+from agentlasso.schemas.trace_rules import TraceEvaluation
 from agentlasso.services.trace_conversations import ConversationView
 from agentlasso.traces.conversation_cases import TurnDraft
 from agentlasso.traces.spans import Span
@@ -67,6 +68,8 @@ class Trace(msgspec.Struct, kw_only=True):
     # Only on a single trace (`GET /traces/{trace_id}`): its spans and the cases made from it.
     spans: list[SpanOut] | msgspec.UnsetType = msgspec.UNSET
     test_case_ids: list[str] | msgspec.UnsetType = msgspec.UNSET
+    # Only on a single trace: each trace rule's latest grade of it (contract section 18).
+    evaluations: list[TraceEvaluation] | msgspec.UnsetType = msgspec.UNSET
 
 
 class TracePage(msgspec.Struct, kw_only=True):

@@ -13,6 +13,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from agentlasso.api.test_cases import case_out
+from agentlasso.api.trace_rules import evaluation_out
 from agentlasso.api.trace_shapes import (
     CaseSuggestions,
     TestCaseFromTrace,
@@ -205,6 +206,7 @@ class TraceController(Controller):
         answer = trace_out(view.trace)
         answer.spans = [span_out(span) for span in view.spans]
         answer.test_case_ids = [str(case_id) for case_id, _, _ in view.cases]
+        answer.evaluations = [evaluation_out(evaluation) for evaluation in view.evaluations]
         return answer
 
     @post("/{trace_id:str}/test-case", operation_id="createTestCaseFromTrace", status_code=201)

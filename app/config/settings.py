@@ -213,6 +213,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         PositiveInt, TRACES("AGENTLASSO_TRACE_MAX_SUMMARY_ITEMS")
     ] = 100
     """The messages and tool calls a trace's summary keeps, saying where it cuts."""
+    trace_settle_s: Annotated[PositiveFloat, TRACES("AGENTLASSO_TRACE_SETTLE_S")] = 30.0
+    """How long a trace must go without a new span before trace rules grade it (a span that
+    arrives later grades it again)."""
 
     allow_private_agents: Annotated[bool, AGENTS("AGENTLASSO_ALLOW_PRIVATE_AGENTS")] = False
     """Agents on loopback, private or link-local addresses may be called (`agentlasso dev`

@@ -34,6 +34,8 @@ REASONS: Final = """\
 - Agents (their URLs and secret headers), API keys, the judge key, trace retention and
   deleting need `admin`. OpenTelemetry trace export needs `ingest`: give your exporter an
   `ingest` key, which can read nothing back.
+- Trace rules and alerts need `admin`: a rule spends the project's judge budget on production
+  traces, and an alert posts to a webhook with a secret, as an agent's URL and headers do.
 - Review (queueing items, labelling them) needs `admin`: a label is what the judge is measured
   against, and a pull request's `ci` key must not be able to vouch for its own judge.
 - `OPTIONS` answers any live key or session: it tells only which methods a path takes.
@@ -210,6 +212,10 @@ API_RULES: Final = _rules(
             "viewer",
             "reading the judge's agreement",
         ),
+        "GET /api/v1/trace-rules": (READ, "viewer", "listing trace rules"),
+        "POST /api/v1/trace-rules": (ADMIN, "admin", "creating a trace rule"),
+        "GET /api/v1/trace-rules/{rule_id}": (READ, "viewer", "reading a trace rule"),
+        "DELETE /api/v1/trace-rules/{rule_id}": (ADMIN, "admin", "deleting a trace rule"),
         "POST /v1/traces": (INGEST, "admin", "sending traces"),
         "POST /api/v1/traces/otlp": (INGEST, "admin", "sending traces"),
     }

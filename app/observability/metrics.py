@@ -110,6 +110,25 @@ TRACE_BATCHES_WAITING = Gauge(
     "agentlasso_trace_batches_waiting", "Accepted trace requests not yet read by a worker."
 )
 
+RULE_TRACES_GRADED = Counter(
+    "agentlasso_rule_traces_graded",
+    "Production traces graded by a trace rule, by outcome (a late span grades one again).",
+    ["outcome"],
+)
+RULE_GRADING_SECONDS = Histogram(
+    "agentlasso_rule_grading_seconds",
+    "Time to grade one claim of a rule's traces (judge calls included).",
+    buckets=_REQUEST_BUCKETS_S,
+)
+ALERTS_EVALUATED = Counter(
+    "agentlasso_alerts_evaluated", "Alert evaluations, by the state each found.", ["state"]
+)
+ALERT_WEBHOOKS = Counter(
+    "agentlasso_alert_webhooks",
+    "Alert webhook deliveries, by outcome (delivered, retried, gave_up).",
+    ["outcome"],
+)
+
 SCRAPE_REFRESH_FAILURES = Counter(
     "agentlasso_scrape_refresh_failures",
     "Scrapes whose gauges from PostgreSQL or Redis could not be read (they kept their values).",

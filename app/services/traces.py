@@ -13,12 +13,14 @@ import msgspec
 
 from agentlasso.config import Settings
 from agentlasso.db import shown_spans, trace_lists
+from agentlasso.db import trace_rules as rule_rows
 from agentlasso.db import traces as trace_rows
 from agentlasso.db.trace_lists import TraceFilters
 from agentlasso.db.traces import TraceRow
 from agentlasso.domain.audit import Caller
 from agentlasso.domain.checks import Check
 from agentlasso.domain.test_cases import ContentWarning, TestCase, TestCaseContent
+from agentlasso.domain.trace_rules import Evaluation
 from agentlasso.errors import (
     BodyTooLarge,
     Conflict,
@@ -67,6 +69,8 @@ class TraceView(msgspec.Struct, frozen=True, kw_only=True):
     trace: TraceRow
     spans: list[Span]
     cases: list[tuple[UUID, UUID, str]]
+    # Each trace rule's latest grade of the trace.
+    evaluations: list[Evaluation] = []
 
 
 class Suggestions(msgspec.Struct, frozen=True, kw_only=True):
@@ -177,7 +181,8 @@ async def get_trace(platform: Platform, project_id: UUID, trace_id: str) -> Trac
         platform.pool, project_id, trace_id, SPANS_SHOWN, chars, cut_mark(chars)
     )
     cases = await trace_rows.cases_from_trace(platform.pool, project_id, trace_id)
-    return TraceView(trace=trace, spans=spans, cases=cases)
+    evaluations = await rule_rows.evaluations_of_trace(platform.pool, project_id, trace.trace_id)
+    return TraceView(trace=trace, spans=spans, cases=cases, evaluations=evaluations)
 
 
 async def get_trace_summary(platform: Platform, project_id: UUID, trace_id: str) -> TraceRow:
