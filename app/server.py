@@ -18,6 +18,7 @@ from litestar.openapi import OpenAPIConfig
 from agentlasso import queue
 from agentlasso.agents import AgentClient
 from agentlasso.api.agents import AgentController
+from agentlasso.api.alerts import AlertController
 from agentlasso.api.audit_log import AuditLogController
 from agentlasso.api.case_drafts import CaseDraftController
 from agentlasso.api.comparisons import ComparisonController, FlakyController
@@ -165,6 +166,7 @@ def api_router() -> Router:
             TraceController,
             TraceSettingsController,
             TraceRuleController,
+            AlertController,
             WorkerController,
             UserTurnController,
             AuditLogController,

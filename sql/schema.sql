@@ -28,6 +28,62 @@ CREATE TABLE agents (
 );
 CREATE INDEX agents_project_seq_idx ON agents USING btree (project_id, seq);
 
+CREATE TABLE alert_events (
+    id bigint NOT NULL GENERATED ALWAYS AS IDENTITY,
+    alert_id uuid NOT NULL,
+    at timestamp with time zone NOT NULL DEFAULT now(),
+    from_state text,
+    to_state text NOT NULL,
+    value double precision,
+    samples integer NOT NULL,
+    payload bytea NOT NULL,
+    delivery text NOT NULL,
+    attempts integer NOT NULL DEFAULT 0,
+    next_attempt_at timestamp with time zone NOT NULL DEFAULT now(),
+    last_error text,
+    delivered_at timestamp with time zone,
+    CONSTRAINT alert_events_alert_id_fkey FOREIGN KEY (alert_id) REFERENCES alerts(id) ON DELETE CASCADE,
+    CONSTRAINT alert_events_delivery_check CHECK ((delivery = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text, 'not_sent'::text]))),
+    CONSTRAINT alert_events_pkey PRIMARY KEY (id)
+);
+CREATE INDEX alert_events_alert_idx ON alert_events USING btree (alert_id, id DESC);
+CREATE INDEX alert_events_due_idx ON alert_events USING btree (next_attempt_at) WHERE (delivery = 'pending'::text);
+
+CREATE TABLE alerts (
+    id uuid NOT NULL,
+    project_id uuid NOT NULL,
+    name text NOT NULL,
+    rule_id uuid,
+    dataset_id uuid,
+    metric text NOT NULL,
+    check_id text,
+    window_s integer NOT NULL,
+    warn jsonb,
+    alert jsonb NOT NULL,
+    min_samples integer NOT NULL DEFAULT 1,
+    webhook_url text NOT NULL,
+    webhook_secret bytea NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    state text,
+    state_since timestamp with time zone,
+    last_value double precision,
+    last_samples integer,
+    evaluated_at timestamp with time zone,
+    next_evaluation_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT alerts_check CHECK (((rule_id IS NULL) <> (dataset_id IS NULL))),
+    CONSTRAINT alerts_dataset_id_fkey FOREIGN KEY (dataset_id) REFERENCES datasets(id) ON DELETE CASCADE,
+    CONSTRAINT alerts_metric_check CHECK ((metric = ANY (ARRAY['pass_rate'::text, 'check_fail_rate'::text, 'error_rate'::text, 'p95_latency_ms'::text, 'judge_cost_usd'::text]))),
+    CONSTRAINT alerts_min_samples_check CHECK ((min_samples >= 1)),
+    CONSTRAINT alerts_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200))),
+    CONSTRAINT alerts_pkey PRIMARY KEY (id),
+    CONSTRAINT alerts_project_id_fkey FOREIGN KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE,
+    CONSTRAINT alerts_rule_id_fkey FOREIGN KEY (rule_id) REFERENCES trace_rules(id) ON DELETE CASCADE,
+    CONSTRAINT alerts_state_check CHECK ((state = ANY (ARRAY['ok'::text, 'warn'::text, 'alert'::text, 'no_data'::text]))),
+    CONSTRAINT alerts_window_s_check CHECK (((window_s >= 60) AND (window_s <= 2592000)))
+);
+CREATE INDEX alerts_due_idx ON alerts USING btree (next_evaluation_at);
+CREATE INDEX alerts_project_idx ON alerts USING btree (project_id, created_at DESC);
+
 CREATE TABLE api_keys (
     id uuid NOT NULL DEFAULT gen_random_uuid(),
     project_id uuid NOT NULL,

@@ -23,6 +23,7 @@ from agentlasso.off_loop import leave_startup_out_of_collections
 from agentlasso.secrets_box import require_secret_key
 from agentlasso.services.operations import refresh_queue_gauges
 from agentlasso.traces.trace_limits import trace_limits
+from agentlasso_workers.alert_watch import deliver_due_webhooks, evaluate_due_alerts
 from agentlasso_workers.lane_balance import LoadBoard
 from agentlasso_workers.lanes import run_lane as run_lane_service
 from agentlasso_workers.rule_grading import grade_due_traces
@@ -46,6 +47,8 @@ TRACE_READ_S = 0.25
 TRACE_EXPIRY_S = 60.0
 # Trace rules look for traces that went quiet this often.
 RULE_GRADING_S = 1.0
+# Alerts due for evaluation, and webhooks due for delivery, are looked for this often.
+ALERT_CHECK_S = 0.5
 # A queued chunk whose job Redis lost is re-issued after this long.
 LOST_AFTER_S = 10.0
 # Workers exchange their loads this often: a worker added mid-run gets lanes within a second or
@@ -96,7 +99,13 @@ async def startup(ctx: dict[str, Any]) -> None:
     board = ctx["load_board"] = LoadBoard(state.redis, settings.queue_name)
     ctx["job_room"] = state.lanes_room
     ctx["job_needs_room"] = lambda job_id: not is_judge_job(job_id)
-    ctx["duties"] = [
+    ctx["duties"] = _duties(state, board)
+
+
+def _duties(state: WorkerState, board: LoadBoard) -> list[asyncio.Task[None]]:
+    """The worker's background duties, each on its own schedule."""
+    settings, stale_s = state.settings, state.settings.chunk_stale_s
+    return [
         asyncio.create_task(watch_loop_lag()),
         asyncio.create_task(every(BALANCE_S, lambda: balance_lanes(state, board))),
         asyncio.create_task(every(stale_s / 4, lambda: send_heartbeat(state))),
@@ -108,6 +117,8 @@ async def startup(ctx: dict[str, Any]) -> None:
         ),
         asyncio.create_task(every(TRACE_EXPIRY_S, lambda: delete_expired_traces(state.pool))),
         asyncio.create_task(every(RULE_GRADING_S, lambda: grade_due_traces(state))),
+        asyncio.create_task(every(ALERT_CHECK_S, lambda: evaluate_due_alerts(state))),
+        asyncio.create_task(every(ALERT_CHECK_S, lambda: deliver_due_webhooks(state))),
     ]
 
 

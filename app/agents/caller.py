@@ -159,9 +159,38 @@ class AgentClient:
         request = card_request(endpoint, headers)
         if request is None:
             return request_refused()
+        answer = await self._exchange_once(endpoint, request, timeout_s)
+        if isinstance(answer, str):
+            return answer
+        if not 200 <= answer.status < 300:
+            return answered_status(answer.status)
+        if answer.body is None:
+            return over_limit(self._max_body_bytes)
+        return answer.body
+
+    async def post(
+        self, url: str, headers: Mapping[str, str], body: bytes, timeout_s: float
+    ) -> int | str:
+        """POST a JSON body once (an alert's webhook), under the same guard, caps and refusal
+        of redirects as a call: the answer's status, or a sentence saying why there is none."""
+        endpoint = self._endpoint(url)
+        if isinstance(endpoint, str):
+            return endpoint
+        head = request_head(endpoint, headers)
+        if head is None:
+            return request_refused()
+        answer = await self._exchange_once(
+            endpoint, b"%s%d\r\n\r\n%s" % (head, len(body), body), timeout_s
+        )
+        return answer if isinstance(answer, str) else answer.status
+
+    async def _exchange_once(
+        self, endpoint: Endpoint, request: bytes, timeout_s: float
+    ) -> Answer | str:
+        """One request and its answer within the timeout, or why there is no answer."""
         try:
             async with asyncio.timeout(timeout_s):
-                answer = await self._pool.exchange(endpoint.origin, request)
+                return await self._pool.exchange(endpoint.origin, request)
         except TimeoutError:
             return timed_out(timeout_s)
         except AddressRefused as exc:
@@ -170,11 +199,6 @@ class AgentClient:
             return headers_over_limit(exc)
         except (ConnectFailed, ConnectionBroken, OSError) as exc:
             return connection_failed(exc)
-        if not 200 <= answer.status < 300:
-            return answered_status(answer.status)
-        if answer.body is None:
-            return over_limit(self._max_body_bytes)
-        return answer.body
 
     async def aclose(self) -> None:
         """Close every pooled connection."""

@@ -35,6 +35,17 @@ _REPLY = {
 
 BODY_EXAMPLES: dict[str, Any] = {
     "createAgent": _AGENT,
+    "createAlert": {
+        "name": "Refund rule failing",
+        "source": {"rule_id": _SOME_ID},
+        "metric": "pass_rate",
+        "window_s": 3600,
+        "warn": {"below": 0.95},
+        "alert": {"below": 0.9},
+        "min_samples": 20,
+        "webhook_url": "https://hooks.example.com/agentlasso",
+        "webhook_secret": "a-long-shared-secret-for-hmac",
+    },
     "createTraceRule": {
         "name": "Refunds look the order up first",
         "filter": {"tool": "orders.refund", "attributes": {"service.name": "support-bot"}},

@@ -22,6 +22,7 @@ _DATASET = {"dataset_id": "$response.body#/id"}
 _CASE = {"test_case_id": "$response.body#/id"}
 _RUN = {"run_id": "$response.body#/run_id"}
 _RULE = {"rule_id": "$response.body#/id"}
+_ALERT = {"alert_id": "$response.body#/id"}
 _DRAFT = {
     "dataset_id": "$response.body#/drafts/0/dataset_id",
     "draft_id": "$response.body#/drafts/0/id",
@@ -29,6 +30,9 @@ _DRAFT = {
 # Each operation that creates something: its success status, and what can be done with it next
 # (so a client, and Schemathesis's stateful phase, can reach every operation from a create).
 LINKS: dict[str, tuple[str, dict[str, Follow]]] = {
+    "createAlert": ("201", {
+        name: Follow(_ALERT) for name in ("getAlert", "deleteAlert", "testAlert")
+    }),
     "createTraceRule": ("201", {
         name: Follow(_RULE) for name in ("getTraceRule", "deleteTraceRule")
     }),

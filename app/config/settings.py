@@ -299,6 +299,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     chunk_stale_s: Annotated[float, WORKERS("AGENTLASSO_CHUNK_STALE_S")] = 20.0
     """A chunk whose worker has not beaten for this long is taken to be dead and redone
     elsewhere."""
+    alert_evaluate_s: Annotated[PositiveFloat, WORKERS("AGENTLASSO_ALERT_EVALUATE_S")] = 30.0
+    """How often each alert's metric is read over its window, and its state decided."""
 
     oidc_issuer: Annotated[str | None, SSO("AGENTLASSO_OIDC_ISSUER")] = None
     """The identity provider's issuer URL; its `/.well-known/openid-configuration` is read."""

@@ -216,6 +216,11 @@ API_RULES: Final = _rules(
         "POST /api/v1/trace-rules": (ADMIN, "admin", "creating a trace rule"),
         "GET /api/v1/trace-rules/{rule_id}": (READ, "viewer", "reading a trace rule"),
         "DELETE /api/v1/trace-rules/{rule_id}": (ADMIN, "admin", "deleting a trace rule"),
+        "GET /api/v1/alerts": (READ, "viewer", "listing alerts"),
+        "POST /api/v1/alerts": (ADMIN, "admin", "creating an alert"),
+        "GET /api/v1/alerts/{alert_id}": (READ, "viewer", "reading an alert"),
+        "DELETE /api/v1/alerts/{alert_id}": (ADMIN, "admin", "deleting an alert"),
+        "POST /api/v1/alerts/{alert_id}/test": (ADMIN, "admin", "sending an alert's test post"),
         "POST /v1/traces": (INGEST, "admin", "sending traces"),
         "POST /api/v1/traces/otlp": (INGEST, "admin", "sending traces"),
     }

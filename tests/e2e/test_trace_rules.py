@@ -5,7 +5,6 @@ the project's rules once they are quiet, and the judge is the fake Anthropic API
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -13,12 +12,11 @@ import pytest
 
 from agentlasso.config import Settings
 from tests.support.databases import new_project_key
-from tests.support.fake_anthropic import FAKE_API_KEY, FakeAnthropic
-from tests.support.processes import WorkerProcesses, api_process
+from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.production_traces import agent_turn, late_tool_span, production_tracer
 from tests.support.waiting import eventually
+from tests.support.watching import WatchedPlatform
 
-SETTLE_S = "1"
 TRACKING = "Where is my order 77?"
 SHIPPED = "Order 77 left on Tuesday and arrives Thursday."
 PROMISE = "Order 77 will definitely arrive tomorrow, I promise."
@@ -28,75 +26,16 @@ RULE_CHECKS = [
 ]
 
 
-@pytest.fixture
-def anthropic() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as fake:
-        yield fake
-
-
-def platform_env(settings: Settings, fake: FakeAnthropic) -> dict[str, str]:
-    return {
-        "AGENTLASSO_QUEUE": settings.queue_name,
-        "AGENTLASSO_SECRET_KEY": settings.secret_key or "",
-        "ANTHROPIC_API_KEY": FAKE_API_KEY,
-        "ANTHROPIC_BASE_URL": fake.base_url,
-        "AGENTLASSO_JUDGE_MODEL": "claude-sonnet-5-5",
-        "AGENTLASSO_JUDGE_TIMEOUT_S": "5",
-        "AGENTLASSO_TRACE_SETTLE_S": SETTLE_S,
-    }
-
-
-class Platform:
-    """A running API and workers, with a project's key."""
-
-    def __init__(self, url: str, key: str, http: httpx.AsyncClient) -> None:
-        self.url, self.key, self.http = url, key, http
-
-    async def rule(self, **fields: Any) -> dict[str, Any]:
-        answer = await self.http.post("/api/v1/trace-rules", json=fields)
-        assert answer.status_code == 201, answer.text
-        rule: dict[str, Any] = answer.json()
-        return rule
-
-    async def evaluations(self, trace_id: str) -> list[dict[str, Any]]:
-        answer = await self.http.get(f"/api/v1/traces/{trace_id}")
-        if answer.status_code == 404:
-            return []
-        evaluations: list[dict[str, Any]] = answer.json()["evaluations"]
-        return evaluations
-
-    async def graded(self, trace_id: str, times: int = 1) -> dict[str, Any]:
-        """The trace's only evaluation, once it was graded `times` times."""
-
-        async def done() -> dict[str, Any] | None:
-            found = await self.evaluations(trace_id)
-            return found[0] if found and found[0]["times_graded"] >= times else None
-
-        return await eventually(done, timeout_s=30)
-
-
-@pytest.fixture
-async def platform(
-    settings: Settings, workers: WorkerProcesses, anthropic: FakeAnthropic
-) -> AsyncIterator[Platform]:
-    env = platform_env(settings, anthropic)
-    key = await new_project_key(settings.database_url)
-    with api_process(settings.database_url, settings.redis_url, env) as (url, _pid):
-        workers.start(extra_env=env)
-        async with httpx.AsyncClient(base_url=url, headers={"x-api-key": key}, timeout=30) as http:
-            yield Platform(url, key, http)
-
-
 def by_id(evaluation: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {check["id"]: check for check in evaluation["check_results"]}
 
 
-async def test_a_quiet_trace_is_graded_by_the_rule_and_shows_why(platform: Platform) -> None:
-    rule = await platform.rule(name="Tracks before answering", checks=RULE_CHECKS)
-    with production_tracer(platform.url, platform.key) as tracer:
+async def test_a_quiet_trace_is_graded_by_the_rule_and_shows_why(watching: WatchedPlatform) -> None:
+    rule = await watching.rule(name="Tracks before answering", checks=RULE_CHECKS)
+    with production_tracer(watching.url, watching.key) as tracer:
         good = agent_turn(tracer, TRACKING, SHIPPED, ["orders.track"])
         bad = agent_turn(tracer, TRACKING, PROMISE, [])
-    passed, failed = await platform.graded(good), await platform.graded(bad)
+    passed, failed = await watching.graded(good), await watching.graded(bad)
     assert (passed["rule_name"], passed["outcome"]) == ("Tracks before answering", "passed")
     assert failed["outcome"] == "failed"
     tool, promise = (by_id(failed)[check["id"]] for check in rule["checks"])
@@ -104,7 +43,7 @@ async def test_a_quiet_trace_is_graded_by_the_rule_and_shows_why(platform: Platf
     assert "orders.track" in tool["detail"]
     assert "I promise" in promise["detail"]
     assert passed["times_graded"] == failed["times_graded"] == 1
-    read = (await platform.http.get(f"/api/v1/trace-rules/{rule['id']}")).json()
+    read = (await watching.http.get(f"/api/v1/trace-rules/{rule['id']}")).json()
     assert read["stats"] | {"judge_cost_usd_today": 0} == {
         "evaluated": 2, "passed": 1, "failed": 1, "not_graded": 0, "pass_rate": 0.5,
         "judge_cost_usd_today": 0,
@@ -112,42 +51,42 @@ async def test_a_quiet_trace_is_graded_by_the_rule_and_shows_why(platform: Platf
     assert [failure["trace_id"] for failure in read["recent_failures"]] == [bad]
 
 
-async def test_a_filter_grades_only_the_traces_it_matches(platform: Platform) -> None:
-    await platform.rule(
+async def test_a_filter_grades_only_the_traces_it_matches(watching: WatchedPlatform) -> None:
+    await watching.rule(
         name="Refund errors", checks=RULE_CHECKS,
         filter={"tool": "orders.refund", "errors_only": True,
                 "attributes": {"service.name": "support-bot"}},
     )  # fmt: skip
-    with production_tracer(platform.url, platform.key) as tracer:
+    with production_tracer(watching.url, watching.key) as tracer:
         matching = agent_turn(tracer, TRACKING, SHIPPED, ["orders.refund"], error="refund failed")
         no_error = agent_turn(tracer, TRACKING, SHIPPED, ["orders.refund"])
         other_tool = agent_turn(tracer, TRACKING, SHIPPED, ["orders.track"], error="timeout")
-    with production_tracer(platform.url, platform.key, service="billing-bot") as tracer:
+    with production_tracer(watching.url, watching.key, service="billing-bot") as tracer:
         other_service = agent_turn(tracer, TRACKING, SHIPPED, ["orders.refund"], error="failed")
-    assert (await platform.graded(matching))["outcome"] == "failed"
+    assert (await watching.graded(matching))["outcome"] == "failed"
     # Graded in the same rounds as the one that matched: none of the others is, after a while.
     await asyncio.sleep(3)
     for trace_id in (no_error, other_tool, other_service):
-        assert await platform.evaluations(trace_id) == []
+        assert await watching.evaluations(trace_id) == []
 
 
 async def test_a_lower_sample_rate_grades_a_subset_of_a_higher_ones_traces(
-    platform: Platform,
+    watching: WatchedPlatform,
 ) -> None:
-    with production_tracer(platform.url, platform.key) as tracer:
+    with production_tracer(watching.url, watching.key) as tracer:
         traces = [agent_turn(tracer, TRACKING, SHIPPED, ["orders.track"]) for _ in range(100)]
     # Rules made after the traces arrived, reaching back for them.
-    every = await platform.rule(name="All", checks=RULE_CHECKS, backfill_hours=1)
-    tenth = await platform.rule(name="Tenth", checks=RULE_CHECKS, sample_rate=0.1, backfill_hours=1)
-    tenth_again = await platform.rule(
+    every = await watching.rule(name="All", checks=RULE_CHECKS, backfill_hours=1)
+    tenth = await watching.rule(name="Tenth", checks=RULE_CHECKS, sample_rate=0.1, backfill_hours=1)
+    tenth_again = await watching.rule(
         name="Tenth again", checks=RULE_CHECKS, sample_rate=0.1, backfill_hours=1
     )
-    third = await platform.rule(name="Third", checks=RULE_CHECKS, sample_rate=0.3, backfill_hours=1)
+    third = await watching.rule(name="Third", checks=RULE_CHECKS, sample_rate=0.3, backfill_hours=1)
 
     async def graded_by() -> dict[str, set[str]] | None:
         found: dict[str, set[str]] = {}
         for trace_id in traces:
-            for evaluation in await platform.evaluations(trace_id):
+            for evaluation in await watching.evaluations(trace_id):
                 found.setdefault(evaluation["rule_id"], set()).add(trace_id)
         return found if len(found.get(every["id"], ())) == len(traces) else None
 
@@ -161,48 +100,50 @@ async def test_a_lower_sample_rate_grades_a_subset_of_a_higher_ones_traces(
     assert 1 <= len(tenths) <= 25 and len(tenths) < len(thirds) < 60
 
 
-async def test_a_late_span_grades_the_trace_again(platform: Platform) -> None:
-    await platform.rule(name="Tracks", checks=RULE_CHECKS[:1])
-    with production_tracer(platform.url, platform.key) as tracer:
+async def test_a_late_span_grades_the_trace_again(watching: WatchedPlatform) -> None:
+    await watching.rule(name="Tracks", checks=RULE_CHECKS[:1])
+    with production_tracer(watching.url, watching.key) as tracer:
         trace_id = agent_turn(tracer, TRACKING, SHIPPED, [])
-        first = await platform.graded(trace_id)
+        first = await watching.graded(trace_id)
         late_tool_span(tracer, trace_id, "orders.track")
-    again = await platform.graded(trace_id, times=2)
+    again = await watching.graded(trace_id, times=2)
     assert (first["outcome"], again["outcome"]) == ("failed", "passed")
     assert again["span_count"] == first["span_count"] + 1
     await asyncio.sleep(2.5)  # nothing new arrived: not graded a third time
-    assert (await platform.graded(trace_id))["times_graded"] == 2
+    assert (await watching.graded(trace_id))["times_graded"] == 2
 
 
 async def test_a_spent_judge_budget_leaves_judge_checks_not_graded_and_the_rest_go_on(
-    platform: Platform, anthropic: FakeAnthropic
+    watching: WatchedPlatform, anthropic: FakeAnthropic
 ) -> None:
-    rule = await platform.rule(
+    rule = await watching.rule(
         name="Judged", daily_judge_budget_usd=0.000001,
         checks=[*RULE_CHECKS[:1], {"type": "llm_judge", "criterion": "Gives a delivery day"}],
     )  # fmt: skip
-    with production_tracer(platform.url, platform.key) as tracer:
-        first = await platform.graded(agent_turn(tracer, TRACKING, SHIPPED, ["orders.track"]))
+    with production_tracer(watching.url, watching.key) as tracer:
+        first = await watching.graded(agent_turn(tracer, TRACKING, SHIPPED, ["orders.track"]))
         later = [agent_turn(tracer, TRACKING, SHIPPED, tools) for tools in ([], ["orders.track"])]
     tool_id, judge_id = (check["id"] for check in rule["checks"])
     assert by_id(first)[judge_id]["status"] == "passed"
     assert first["judge_cost_usd"] > 0
     asked = len(anthropic.requests)
     for trace_id, tool_status in zip(later, ("failed", "passed"), strict=True):
-        checks = by_id(await platform.graded(trace_id))
+        checks = by_id(await watching.graded(trace_id))
         assert checks[tool_id]["status"] == tool_status
         assert checks[judge_id]["status"] == "not_graded"
         assert "daily judge budget ($0.00) is spent" in checks[judge_id]["detail"]
     assert len(anthropic.requests) == asked, "no judge call once the budget is spent"
-    read = (await platform.http.get(f"/api/v1/trace-rules/{rule['id']}")).json()
+    read = (await watching.http.get(f"/api/v1/trace-rules/{rule['id']}")).json()
     assert read["stats"]["judge_cost_usd_today"] == pytest.approx(first["judge_cost_usd"])
 
 
-async def test_another_projects_key_finds_no_rule(platform: Platform, settings: Settings) -> None:
-    rule = await platform.rule(name="Mine", checks=RULE_CHECKS)
+async def test_another_projects_key_finds_no_rule(
+    watching: WatchedPlatform, settings: Settings
+) -> None:
+    rule = await watching.rule(name="Mine", checks=RULE_CHECKS)
     other = await new_project_key(settings.database_url)
-    async with httpx.AsyncClient(base_url=platform.url, headers={"x-api-key": other}) as http:
+    async with httpx.AsyncClient(base_url=watching.url, headers={"x-api-key": other}) as http:
         assert (await http.get(f"/api/v1/trace-rules/{rule['id']}")).status_code == 404
         assert (await http.delete(f"/api/v1/trace-rules/{rule['id']}")).status_code == 404
         assert (await http.get("/api/v1/trace-rules")).json() == {"trace_rules": []}
-    assert (await platform.http.get(f"/api/v1/trace-rules/{rule['id']}")).status_code == 200
+    assert (await watching.http.get(f"/api/v1/trace-rules/{rule['id']}")).status_code == 200
