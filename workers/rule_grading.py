@@ -19,12 +19,10 @@ from uuid import UUID
 import msgspec
 
 from agentlasso.db import trace_rules as db
-from agentlasso.db import traces as trace_rows
-from agentlasso.db.traces import TraceRow
 from agentlasso.domain.grades import JudgeVerdict, Observation
 from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.test_cases import TestCaseContent
-from agentlasso.domain.trace_rules import TraceRule, budget_spent_reason, chosen
+from agentlasso.domain.trace_rules import TraceRule, TraceToGrade, budget_spent_reason, chosen
 from agentlasso.grading import verdicts_needed
 from agentlasso.grading.by_kind import grade_answer
 from agentlasso.grading.observations import observation_from_wire
@@ -91,7 +89,7 @@ async def _claim_next(
 async def _grade(state: WorkerState, rule: TraceRule, claimed: list[tuple[str, int]]) -> None:
     """Grade the claimed traces and store their grades."""
     began = time.perf_counter()
-    found = await trace_rows.get_traces(state.pool, rule.project_id, [t for t, _ in claimed])
+    found = await db.traces_to_grade(state.pool, rule.project_id, [t for t, _ in claimed])
     present = [(found[trace_id], count) for trace_id, count in claimed if trace_id in found]
     verdicts = await _verdicts(state, rule, [trace for trace, _ in present])
     budget_s = batch_budget_s(state.settings.grading_budget_s, len(present))
@@ -108,13 +106,13 @@ async def _grade(state: WorkerState, rule: TraceRule, claimed: list[tuple[str, i
     metrics.RULE_GRADING_SECONDS.observe(time.perf_counter() - began)
 
 
-def content_for(rule: TraceRule, trace: TraceRow) -> TestCaseContent:
+def content_for(rule: TraceRule, trace: TraceToGrade) -> TestCaseContent:
     """What the trace is graded against: the rule's checks, with the trace's input as the
     case's (the judge reads it)."""
     return msgspec.structs.replace(rule.content, input=case_input(trace.input) or "")
 
 
-def observation_of(trace: TraceRow) -> Observation:
+def observation_of(trace: TraceToGrade) -> Observation:
     """What the agent did on the trace, as a case result reports it: its reply (when it
     recorded one), its tool calls and how long the trace took."""
     return observation_from_wire(
@@ -128,7 +126,7 @@ Verdicts = tuple[dict[str, JudgeVerdict], float]
 
 def _graded(
     rule: TraceRule,
-    trace: TraceRow,
+    trace: TraceToGrade,
     span_count: int,
     judged: Verdicts,
     out_of_time: Callable[[], bool],
@@ -142,7 +140,7 @@ def _graded(
 
 
 async def _verdicts(
-    state: WorkerState, rule: TraceRule, traces: list[TraceRow]
+    state: WorkerState, rule: TraceRule, traces: list[TraceToGrade]
 ) -> dict[str, Verdicts]:
     """The judge's verdicts each trace needs, and what they cost, within the rule's budget."""
     needing = [
@@ -160,7 +158,7 @@ async def _verdicts(
     )  # fmt: skip
     slots = asyncio.Semaphore(JUDGED_AT_ONCE)
 
-    async def judge_one(trace: TraceRow) -> tuple[str, Verdicts]:
+    async def judge_one(trace: TraceToGrade) -> tuple[str, Verdicts]:
         async with slots:
             return trace.trace_id, await _judge_trace(state, rule, trace, judging)
 
@@ -169,7 +167,7 @@ async def _verdicts(
 
 
 async def _judge_trace(
-    state: WorkerState, rule: TraceRule, trace: TraceRow, judging: RunJudging
+    state: WorkerState, rule: TraceRule, trace: TraceToGrade, judging: RunJudging
 ) -> Verdicts:
     """One trace's verdicts: each judge check not graded once the day's budget is spent."""
     content, observation = content_for(rule, trace), observation_of(trace)

@@ -13,7 +13,13 @@ import msgspec
 from agentlasso.db.pool import Connection, Executor, jsonb_text
 from agentlasso.domain.grades import CaseResult
 from agentlasso.domain.test_cases import TestCaseContent
-from agentlasso.domain.trace_rules import Candidate, Evaluation, TraceFilter, TraceRule
+from agentlasso.domain.trace_rules import (
+    Candidate,
+    Evaluation,
+    TraceFilter,
+    TraceRule,
+    TraceToGrade,
+)
 
 _COLUMNS = (
     "id, project_id, name, filter, sample_rate, content, daily_judge_budget_usd, "
@@ -80,11 +86,13 @@ WHERE id <> ALL($1::uuid[])
 ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1
 """
 
-# Traces whose last span arrived after the rule's mark and at least the settle time ago.
+# Traces whose last span arrived after the rule's mark and at least the settle time ago. The
+# row comparison names the index's columns in its order, so the scan starts at the mark
+# (compared on (updated_at, trace_id) alone, it would read the project's traces from the first).
 _QUIET = """
 SELECT trace_id, updated_at, span_count, name, tool_names, error IS NOT NULL AS has_error
 FROM traces
-WHERE project_id = $1 AND (updated_at, trace_id) > ($2, $3)
+WHERE project_id = $1 AND (project_id, updated_at, trace_id) > ($1, $2, $3)
   AND updated_at <= now() - make_interval(secs => $4)
 ORDER BY updated_at, trace_id
 LIMIT $5
@@ -283,6 +291,21 @@ async def rule_counts(executor: Executor, rule_id: UUID) -> asyncpg.Record:
 async def recent_failures(executor: Executor, rule_id: UUID, limit: int) -> list[Evaluation]:
     """The rule's latest failed traces, newest first."""
     return [_evaluation(row) for row in await executor.fetch(_FAILURES, rule_id, limit)]
+
+
+_TO_GRADE = """
+SELECT trace_id, input, output, tool_calls, error, duration_ms
+FROM traces WHERE project_id = $1 AND trace_id = ANY($2::text[])
+"""
+
+
+async def traces_to_grade(
+    executor: Executor, project_id: UUID, trace_ids: Sequence[str]
+) -> dict[str, TraceToGrade]:
+    """What grading reads of these traces (those the project still has), by id: only the
+    columns a check reads, not the messages or the spans."""
+    rows = await executor.fetch(_TO_GRADE, project_id, list(trace_ids))
+    return {row["trace_id"]: TraceToGrade(**dict(row)) for row in rows}
 
 
 _HOURLY_OUTCOMES = """

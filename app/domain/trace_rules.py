@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 from uuid import UUID
 
 import msgspec
@@ -66,6 +66,17 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     tool_names: tuple[str, ...]
     has_error: bool
+
+
+class TraceToGrade(msgspec.Struct, frozen=True, kw_only=True):
+    """What grading reads of a trace: its input, reply and tool calls, as the summary has them."""
+
+    trace_id: str
+    input: Any
+    output: str | None
+    tool_calls: list[dict[str, Any]]
+    error: str | None
+    duration_ms: int
 
 
 class Evaluation(msgspec.Struct, frozen=True, kw_only=True):

@@ -14,6 +14,7 @@ from agentlasso.db import datasets as dataset_rows
 from agentlasso.db import trace_rules as rule_rows
 from agentlasso.domain.alerts import Alert, level_problems
 from agentlasso.domain.audit import Caller
+from agentlasso.domain.trace_rules import TraceRule
 from agentlasso.errors import FieldError, InvalidInput, NotFound
 from agentlasso.schemas.alerts import AlertCreate, AlertEvent, TestDelivery
 from agentlasso.secrets_box import seal
@@ -117,6 +118,11 @@ async def create_alert(
 async def list_alerts(platform: Platform, project_id: UUID) -> list[Alert]:
     """The project's alerts, newest first."""
     return await alert_rows.list_alerts(platform.pool, project_id)
+
+
+async def alerts_of_rule(platform: Platform, rule: TraceRule) -> list[Alert]:
+    """The alerts watching a trace rule (the rule is the caller's project's)."""
+    return await alert_rows.alerts_of_rule(platform.pool, rule.id)
 
 
 async def get_alert(platform: Platform, project_id: UUID, alert_id: UUID) -> Alert:

@@ -31,6 +31,7 @@ from agentlasso.web.page_limits import (
 )
 from agentlasso.web.rendering import PAGE_HEADERS, STATIC_DIR, page, redirect
 from agentlasso.web.review_pages import ReviewPages
+from agentlasso.web.rule_pages import RulePages
 from agentlasso.web.run_live import run_live
 from agentlasso.web.run_pages import RunPages
 from agentlasso.web.run_start import RunStartPages
@@ -73,6 +74,7 @@ SIGNED_IN_PAGES: list[ControllerRouterHandler] = [
     flaky_cases,
     ComparePages,
     TracePages,
+    RulePages,
     GenerationPages,
     ReviewPages,
     AgreementPages,

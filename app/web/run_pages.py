@@ -21,6 +21,7 @@ from agentlasso.services import agents as agent_service
 from agentlasso.services import datasets as dataset_service
 from agentlasso.services import runs as run_service
 from agentlasso.web.once import new_form_id
+from agentlasso.web.page_charts import run_charts
 from agentlasso.web.rendering import page, redirect
 from agentlasso.web.run_live import summary_context
 from agentlasso.web.sessions import session_of
@@ -97,7 +98,7 @@ class RunPages(Controller):
             choices={"outcome": OUTCOME_CHOICES, "check_type": FAILED_CHECK_CHOICES,
                      "severity": SEVERITY_CHOICES},
             can_rerun=await _can_rerun(platform, project_id, run), form_id=new_form_id(),
-            queued=query.get("queued"),
+            queued=query.get("queued"), **await run_charts(request, platform, run),
         )  # fmt: skip
 
     @post("/runs/{run_id:str}/cancel", name="cancel_run")

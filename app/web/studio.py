@@ -35,6 +35,7 @@ from agentlasso.web.forms import (
 )
 from agentlasso.web.objects import dataset_named
 from agentlasso.web.once import new_form_id, once
+from agentlasso.web.page_charts import dataset_charts
 from agentlasso.web.rendering import download_disposition, page, redirect
 from agentlasso.web.sessions import caller_of, session_of
 
@@ -260,8 +261,8 @@ async def dataset_page(
         status_code=status_code,
         dataset=dataset,
         last_run=last_run,
-        **await _versions(request, platform, dataset),
-        version_name=version_name,
+        **await _versions(request, platform, dataset, version_name),
+        **await dataset_charts(request, platform, dataset),
         cases=[_row(case, outcomes.get(case.id)) for case in cases],
         next_cursor=more,
         filters=chosen,
@@ -277,9 +278,10 @@ async def dataset_page(
 
 
 async def _versions(
-    request: Request[Any, Any, Any], platform: PlatformDep, dataset: Dataset
+    request: Request[Any, Any, Any], platform: PlatformDep, dataset: Dataset, version_name: str
 ) -> dict[str, Any]:
-    """The newest versions the page lists, and the id its freeze form carries."""
+    """The newest versions the page lists, and the id and the name typed its freeze form
+    carries."""
     versions = await version_service.list_versions(
         platform, session_of(request).project_id, dataset.id, None, VERSIONS_SHOWN + 1
     )
@@ -287,6 +289,7 @@ async def _versions(
         "versions": versions[:VERSIONS_SHOWN],
         "more_versions": len(versions) > VERSIONS_SHOWN,
         "form_id": new_form_id(),
+        "version_name": version_name,
     }
 
 

@@ -145,7 +145,10 @@ class TracePages(Controller):
             conversation=trace_views.conversation(trace),
             calls=trace_views.timeline(trace, view.spans),
             spans=trace_views.span_rows(view.spans, origin_ns),
-            cases=view.cases, position=position,
+            cases=view.cases, position=position, evaluations=view.evaluations,
+            evaluation_checks=[
+                trace_views.check_items(evaluation.result) for evaluation in view.evaluations
+            ],
             traced_results=await agent_traces.results_of_trace(platform, project_id, trace_id),
             conversation_href=trace_views.conversation_href(trace.conversation_id),
             conversation_choice=offered_conversation(turns) if turns else None,

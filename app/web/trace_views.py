@@ -10,6 +10,8 @@ from typing import Any
 from urllib.parse import quote
 
 from agentlasso.db.traces import TraceRow
+from agentlasso.domain.checks import PRODUCT_NAMES
+from agentlasso.domain.grades import CaseResult
 from agentlasso.domain.json_nesting import too_deep
 from agentlasso.traces.spans import STATUS_ERROR, STATUS_OK, Span
 
@@ -221,4 +223,12 @@ def conversation(trace: TraceRow) -> list[dict[str, Any]]:
             "tool_names": [str(name) for name in message.get("tool_names") or ()],
         }
         for message in trace.messages
+    ]
+
+
+def check_items(result: CaseResult) -> list[dict[str, Any]]:
+    """A trace rule's check results as the check table lists them."""
+    return [
+        {"name": PRODUCT_NAMES.get(check.type, check.type), "check": check, "judge": None}
+        for check in result.check_results
     ]

@@ -115,16 +115,17 @@ async def imported_dataset(client: httpx.AsyncClient, cases: int) -> str:
 
 
 @contextlib.contextmanager
-def worker_process(env: dict[str, str], concurrency: int) -> Iterator[int]:
-    """One `agentlasso worker`; yields its pid."""
+def worker_process(env: dict[str, str], concurrency: int, log: Path | None = None) -> Iterator[int]:
+    """One `agentlasso worker`, its log written to `log` (else dropped); yields its pid."""
     argv = agentlasso("worker", "--concurrency", str(concurrency))
     env = {**os.environ, **env}
-    process = subprocess.Popen(argv, cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
-    try:
-        yield process.pid
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    with open(log, "wb") if log else open(os.devnull, "wb") as stderr:
+        process = subprocess.Popen(argv, cwd=ROOT, env=env, stderr=stderr)
+        try:
+            yield process.pid
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
 
 
 def slots_for(concurrency: int) -> int:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentlasso.domain.scopes import SCOPE_MEANINGS, Scope, includes
-from agentlasso.http.permissions import API_RULES, OPEN_PATHS, PAGE_RULES, REASONS, Rule
+from agentlasso.http.permission_reasons import REASONS
+from agentlasso.http.permissions import API_RULES, OPEN_PATHS, PAGE_RULES, Rule
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "scopes.md"
 
