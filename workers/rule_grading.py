@@ -19,19 +19,19 @@ from uuid import UUID
 import msgspec
 
 from agentlasso.db import trace_rules as db
-from agentlasso.domain.grades import JudgeVerdict, Observation
+from agentlasso.db.pool import Connection
+from agentlasso.domain.conversations import MAX_SCRIPTED_TURNS
+from agentlasso.domain.grades import JudgeVerdict
 from agentlasso.domain.judging import JudgeRecord
-from agentlasso.domain.test_cases import TestCaseContent
-from agentlasso.domain.trace_rules import TraceRule, TraceToGrade, budget_spent_reason, chosen
+from agentlasso.domain.trace_rules import Candidate, TraceRule, budget_spent_reason, chosen
 from agentlasso.grading import verdicts_needed
 from agentlasso.grading.by_kind import grade_answer
-from agentlasso.grading.observations import observation_from_wire
+from agentlasso.grading.trace_answers import RuleAnswer, conversation_answer, trace_answer
 from agentlasso.judge.calls import RunJudging
 from agentlasso.judge.judging import NO_JUDGE
 from agentlasso.judge.pricing import cost_usd
 from agentlasso.observability import metrics
 from agentlasso.services.grading_pool import batch_budget_s, grade_off_loop
-from agentlasso.traces.cases import case_input
 from agentlasso_workers.state import WorkerState
 
 log = logging.getLogger("agentlasso.trace_rules")
@@ -81,22 +81,45 @@ async def _claim_next(
                 connection, rule.project_id, [c.trace_id for c in picked], rule.filter.attributes
             )
             picked = [candidate for candidate in picked if candidate.trace_id in having]
+        picked = await _whole_conversations(connection, rule, picked, settle_s)
         moved = (quiet[-1].updated_at, quiet[-1].trace_id) if quiet else mark
         traces = await db.claim(connection, rule, picked, moved, RECLAIM_AFTER_S)
     return rule, traces, len(quiet) == CLAIM_LIMIT
 
 
+async def _whole_conversations(
+    connection: Connection, rule: TraceRule, picked: list[Candidate], settle_s: float
+) -> list[Candidate]:
+    """A turn of a conversation stands for the whole conversation: claimed as its latest trace,
+    versioned by the spans of all its traces, once all of it is quiet. A conversation whose
+    latest turn is not quiet yet is claimed when that turn goes quiet (and the mark reaches it)."""
+    ids = sorted({c.conversation_id for c in picked if c.conversation_id is not None})
+    if not ids:
+        return picked
+    heads = await db.conversation_heads(connection, rule.project_id, ids, settle_s)
+    claimed: dict[str, Candidate] = {}
+    for candidate in picked:
+        head = None if candidate.conversation_id is None else heads.get(candidate.conversation_id)
+        if candidate.conversation_id is None:
+            claimed[candidate.trace_id] = candidate
+        elif head is not None and head[2]:
+            latest, span_count, _ = head
+            claimed[latest] = msgspec.structs.replace(
+                candidate, trace_id=latest, span_count=span_count
+            )
+    return list(claimed.values())
+
+
 async def _grade(state: WorkerState, rule: TraceRule, claimed: list[tuple[str, int]]) -> None:
-    """Grade the claimed traces and store their grades."""
+    """Grade the claimed traces (or the conversations they end) and store their grades."""
     began = time.perf_counter()
-    found = await db.traces_to_grade(state.pool, rule.project_id, [t for t, _ in claimed])
-    present = [(found[trace_id], count) for trace_id, count in claimed if trace_id in found]
-    verdicts = await _verdicts(state, rule, [trace for trace, _ in present])
-    budget_s = batch_budget_s(state.settings.grading_budget_s, len(present))
+    answers = await _answers(state, rule, claimed)
+    verdicts = await _verdicts(state, rule, answers)
+    budget_s = batch_budget_s(state.settings.grading_budget_s, len(answers))
     grades = await grade_off_loop(
         lambda out_of_time: [
-            _graded(rule, trace, count, verdicts.get(trace.trace_id, ({}, 0.0)), out_of_time)
-            for trace, count in present
+            _graded(answer, verdicts.get(answer.trace_id, ({}, 0.0)), out_of_time)
+            for answer in answers
         ],
         budget_s,
     )
@@ -106,48 +129,44 @@ async def _grade(state: WorkerState, rule: TraceRule, claimed: list[tuple[str, i
     metrics.RULE_GRADING_SECONDS.observe(time.perf_counter() - began)
 
 
-def content_for(rule: TraceRule, trace: TraceToGrade) -> TestCaseContent:
-    """What the trace is graded against: the rule's checks, with the trace's input as the
-    case's (the judge reads it)."""
-    return msgspec.structs.replace(rule.content, input=case_input(trace.input) or "")
-
-
-def observation_of(trace: TraceToGrade) -> Observation:
-    """What the agent did on the trace, as a case result reports it: its reply (when it
-    recorded one), its tool calls and how long the trace took."""
-    return observation_from_wire(
-        trace.output, trace.tool_calls,
-        output_reported=trace.output is not None, latency_ms=trace.duration_ms,
-    )  # fmt: skip
+async def _answers(
+    state: WorkerState, rule: TraceRule, claimed: list[tuple[str, int]]
+) -> list[RuleAnswer]:
+    """What each claim grades: its trace, or the conversation it is the latest turn of (those
+    the project no longer keeps are left out)."""
+    found = await db.traces_to_grade(state.pool, rule.project_id, [t for t, _ in claimed])
+    answers = []
+    for trace_id, span_count in claimed:
+        trace = found.get(trace_id)
+        if trace is None:
+            continue
+        if trace.conversation_id is None:
+            answers.append(trace_answer(rule, trace, span_count))
+            continue
+        turns = await db.conversation_turns(
+            state.pool, rule.project_id, trace.conversation_id, MAX_SCRIPTED_TURNS
+        )
+        answers.append(conversation_answer(rule, turns or [trace], span_count))
+    return answers
 
 
 Verdicts = tuple[dict[str, JudgeVerdict], float]
 
 
-def _graded(
-    rule: TraceRule,
-    trace: TraceToGrade,
-    span_count: int,
-    judged: Verdicts,
-    out_of_time: Callable[[], bool],
-) -> db.Graded:
+def _graded(answer: RuleAnswer, judged: Verdicts, out_of_time: Callable[[], bool]) -> db.Graded:
     verdicts, cost = judged
-    result = grade_answer(content_for(rule, trace), observation_of(trace), verdicts, out_of_time)
+    result = grade_answer(answer.content, answer.answer, verdicts, out_of_time)
     return db.Graded(
-        trace_id=trace.trace_id, span_count=span_count, result=result,
-        trace_error=trace.error is not None, duration_ms=trace.duration_ms, judge_cost_usd=cost,
+        trace_id=answer.trace_id, span_count=answer.span_count, result=result,
+        trace_error=answer.trace_error, duration_ms=answer.duration_ms, judge_cost_usd=cost,
     )  # fmt: skip
 
 
 async def _verdicts(
-    state: WorkerState, rule: TraceRule, traces: list[TraceToGrade]
+    state: WorkerState, rule: TraceRule, answers: list[RuleAnswer]
 ) -> dict[str, Verdicts]:
-    """The judge's verdicts each trace needs, and what they cost, within the rule's budget."""
-    needing = [
-        trace
-        for trace in traces
-        if verdicts_needed(content_for(rule, trace), observation_of(trace))
-    ]
+    """The judge's verdicts each answer needs, and what they cost, within the rule's budget."""
+    needing = [answer for answer in answers if verdicts_needed(answer.content, answer.answer)]
     if not needing:
         return {}
     client = await state.judge_clients.for_project(rule.project_id)
@@ -158,22 +177,22 @@ async def _verdicts(
     )  # fmt: skip
     slots = asyncio.Semaphore(JUDGED_AT_ONCE)
 
-    async def judge_one(trace: TraceToGrade) -> tuple[str, Verdicts]:
+    async def judge_one(answer: RuleAnswer) -> tuple[str, Verdicts]:
         async with slots:
-            return trace.trace_id, await _judge_trace(state, rule, trace, judging)
+            return answer.trace_id, await _judge_answer(state, rule, answer, judging)
 
-    pairs = await asyncio.gather(*(judge_one(trace) for trace in needing))
+    pairs = await asyncio.gather(*(judge_one(answer) for answer in needing))
     return dict(pairs)
 
 
-async def _judge_trace(
-    state: WorkerState, rule: TraceRule, trace: TraceToGrade, judging: RunJudging
+async def _judge_answer(
+    state: WorkerState, rule: TraceRule, answer: RuleAnswer, judging: RunJudging
 ) -> Verdicts:
-    """One trace's verdicts: each judge check not graded once the day's budget is spent."""
-    content, observation = content_for(rule, trace), observation_of(trace)
+    """One answer's verdicts: each judge check not graded once the day's budget is spent."""
+    content, observation = answer.content, answer.observation()
     verdicts: dict[str, JudgeVerdict] = {}
     spent = 0.0
-    for request in verdicts_needed(content, observation):
+    for request in verdicts_needed(content, answer.answer):
         over = await _over_budget(state, rule)
         if over is not None or judging.stopped is not None or state.judge is None:
             verdicts[request.check_id] = JudgeVerdict.unavailable(

@@ -90,7 +90,8 @@ ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1
 # row comparison names the index's columns in its order, so the scan starts at the mark
 # (compared on (updated_at, trace_id) alone, it would read the project's traces from the first).
 _QUIET = """
-SELECT trace_id, updated_at, span_count, name, tool_names, error IS NOT NULL AS has_error
+SELECT trace_id, updated_at, span_count, name, tool_names, error IS NOT NULL AS has_error,
+       conversation_id
 FROM traces
 WHERE project_id = $1 AND (project_id, updated_at, trace_id) > ($1, $2, $3)
   AND updated_at <= now() - make_interval(secs => $4)
@@ -135,6 +136,7 @@ def _candidate(row: asyncpg.Record) -> Candidate:
     return Candidate(
         trace_id=row["trace_id"], updated_at=row["updated_at"], span_count=row["span_count"],
         name=row["name"], tool_names=tuple(row["tool_names"]), has_error=row["has_error"],
+        conversation_id=row["conversation_id"],
     )  # fmt: skip
 
 
@@ -294,9 +296,42 @@ async def recent_failures(executor: Executor, rule_id: UUID, limit: int) -> list
 
 
 _TO_GRADE = """
-SELECT trace_id, input, output, tool_calls, error, duration_ms
+SELECT trace_id, input, output, tool_calls, error, duration_ms, conversation_id
 FROM traces WHERE project_id = $1 AND trace_id = ANY($2::text[])
 """
+
+# Each conversation's latest trace (what its grade is kept on), its version (the spans of all
+# its traces), and whether all of it has been quiet for the settle time.
+_CONVERSATION_HEADS = """
+SELECT DISTINCT ON (conversation_id) conversation_id, trace_id,
+       sum(span_count) OVER whole AS span_count,
+       max(updated_at) OVER whole <= now() - make_interval(secs => $3) AS quiet
+FROM traces WHERE project_id = $1 AND conversation_id = ANY($2::text[])
+WINDOW whole AS (PARTITION BY conversation_id)
+ORDER BY conversation_id, started_at DESC, trace_id DESC
+"""
+
+_CONVERSATION_TURNS = """
+SELECT trace_id, input, output, tool_calls, error, duration_ms, conversation_id
+FROM traces WHERE project_id = $1 AND conversation_id = $2
+ORDER BY started_at, trace_id LIMIT $3
+"""
+
+
+async def conversation_heads(
+    executor: Executor, project_id: UUID, conversation_ids: Sequence[str], settle_s: float
+) -> dict[str, tuple[str, int, bool]]:
+    """Per conversation: its latest trace, its version and whether it is quiet."""
+    rows = await executor.fetch(_CONVERSATION_HEADS, project_id, list(conversation_ids), settle_s)
+    return {r["conversation_id"]: (r["trace_id"], r["span_count"], r["quiet"]) for r in rows}
+
+
+async def conversation_turns(
+    executor: Executor, project_id: UUID, conversation_id: str, limit: int
+) -> list[TraceToGrade]:
+    """A conversation's traces, earliest first: what grading reads of each turn."""
+    rows = await executor.fetch(_CONVERSATION_TURNS, project_id, conversation_id, limit)
+    return [TraceToGrade(**dict(row)) for row in rows]
 
 
 async def traces_to_grade(

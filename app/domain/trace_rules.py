@@ -66,6 +66,8 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     tool_names: tuple[str, ...]
     has_error: bool
+    # The conversation the trace is a turn of: a rule grades the conversation as one.
+    conversation_id: str | None = None
 
 
 class TraceToGrade(msgspec.Struct, frozen=True, kw_only=True):
@@ -77,6 +79,7 @@ class TraceToGrade(msgspec.Struct, frozen=True, kw_only=True):
     tool_calls: list[dict[str, Any]]
     error: str | None
     duration_ms: int
+    conversation_id: str | None = None
 
 
 class Evaluation(msgspec.Struct, frozen=True, kw_only=True):
@@ -114,11 +117,13 @@ def passes_filter(rule_filter: TraceFilter, candidate: Candidate) -> bool:
 
 
 def chosen(rule: TraceRule, candidates: Sequence[Candidate]) -> list[Candidate]:
-    """The candidates the rule grades, before its attribute filter."""
+    """The candidates the rule grades, before its attribute filter: a conversation's turns are
+    sampled by the conversation's id, so that it is graded whole or not at all."""
     return [
         candidate
         for candidate in candidates
-        if passes_filter(rule.filter, candidate) and sampled(candidate.trace_id, rule.sample_rate)
+        if passes_filter(rule.filter, candidate)
+        and sampled(candidate.conversation_id or candidate.trace_id, rule.sample_rate)
     ]
 
 

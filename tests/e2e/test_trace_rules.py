@@ -147,3 +147,30 @@ async def test_another_projects_key_finds_no_rule(
         assert (await http.delete(f"/api/v1/trace-rules/{rule['id']}")).status_code == 404
         assert (await http.get("/api/v1/trace-rules")).json() == {"trace_rules": []}
     assert (await watching.http.get(f"/api/v1/trace-rules/{rule['id']}")).status_code == 200
+
+
+async def test_a_conversations_traces_are_graded_as_one_conversation(
+    watching: WatchedPlatform,
+) -> None:
+    # Looking the order up, then refunding it, in two turns: only the whole conversation
+    # calls both, in this order.
+    rule = await watching.rule(
+        name="Refunds after a lookup",
+        checks=[{"type": "tool_order", "tools": ["orders.lookup", "orders.refund"]}],
+    )
+    with production_tracer(watching.url, watching.key, held=True) as tracer:
+        first = agent_turn(tracer, "Refund order 77", "Let me look.", ["orders.lookup"],
+                           conversation_id="chat-77")  # fmt: skip
+        last = agent_turn(tracer, "Yes, refund it", "Refunded.", ["orders.refund"],
+                          conversation_id="chat-77")  # fmt: skip
+        single = agent_turn(tracer, "Refund order 78", "Refunded.", ["orders.refund"])
+    graded = await watching.graded(last)
+    assert graded["outcome"] == "passed", graded
+    assert (await watching.graded(single))["outcome"] == "failed"
+    assert await watching.evaluations(first) == [], "the grade is kept on the latest turn"
+    trace_spans = [
+        (await watching.http.get(f"/api/v1/traces/{t}")).json()["span_count"] for t in (first, last)
+    ]
+    assert graded["span_count"] == sum(trace_spans), "versioned by all the turns' spans"
+    read = (await watching.http.get(f"/api/v1/trace-rules/{rule['id']}")).json()
+    assert (read["stats"]["evaluated"], read["stats"]["passed"]) == (2, 1)

@@ -58,10 +58,14 @@ def agent_turn(
     *,
     error: str | None = None,
     name: str = "invoke_agent support-bot",
+    conversation_id: str | None = None,
 ) -> str:
-    """One turn of the agent, as the GenAI conventions record it; its trace id."""
+    """One turn of the agent, as the GenAI conventions record it (a turn of the conversation
+    `conversation_id`, when given); its trace id."""
     with tracer.start_as_current_span(name) as root:
         root.set_attribute("gen_ai.operation.name", "invoke_agent")
+        if conversation_id is not None:
+            root.set_attribute("gen_ai.conversation.id", conversation_id)
         with tracer.start_as_current_span("chat claude") as chat:
             chat.set_attributes({
                 "gen_ai.operation.name": "chat",
