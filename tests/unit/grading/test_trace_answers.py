@@ -60,3 +60,4 @@ def test_the_last_turn_alone_misses_the_lookup() -> None:
     assert not result.pass_fail
     order = next(check for check in result.check_results if check.type == "tool_order")
     assert order.status == "failed" and "orders.lookup" in order.detail
+    assert answer.observation() is answer.answer, "the judge reads the trace's own reply"
