@@ -10,8 +10,8 @@ import msgspec
 
 from agentlasso.domain.trace_rules import TraceFilter, TraceRule, TraceToGrade
 from agentlasso.grading.by_kind import grade_answer
-from agentlasso.grading.trace_answers import conversation_answer, trace_answer
 from agentlasso.schemas.trace_rules import TraceRuleCreate
+from agentlasso.services.trace_answers import conversation_answer, trace_answer
 from agentlasso.services.trace_rules import rule_content
 
 CHECKS: list[dict[str, Any]] = [
