@@ -26,12 +26,12 @@ from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.trace_rules import Candidate, TraceRule, budget_spent_reason, chosen
 from agentlasso.grading import verdicts_needed
 from agentlasso.grading.by_kind import grade_answer
-from agentlasso.grading.trace_answers import RuleAnswer, conversation_answer, trace_answer
 from agentlasso.judge.calls import RunJudging
 from agentlasso.judge.judging import NO_JUDGE
 from agentlasso.judge.pricing import cost_usd
 from agentlasso.observability import metrics
 from agentlasso.services.grading_pool import batch_budget_s, grade_off_loop
+from agentlasso.services.trace_answers import RuleAnswer, conversation_answer, trace_answer
 from agentlasso_workers.state import WorkerState
 
 log = logging.getLogger("agentlasso.trace_rules")
