@@ -51,6 +51,7 @@ class WatchedPlatform:
         answer = await self.http.get(f"/api/v1/traces/{trace_id}")
         if answer.status_code == 404:
             return []
+        assert answer.status_code == 200, answer.text
         evaluations: list[dict[str, Any]] = answer.json()["evaluations"]
         return evaluations
 
