@@ -26,6 +26,7 @@ from agentlasso.domain.judging import JudgeRecord
 from agentlasso.domain.trace_rules import Candidate, TraceRule, budget_spent_reason, chosen
 from agentlasso.grading import verdicts_needed
 from agentlasso.grading.by_kind import grade_answer
+from agentlasso.grading.judge_checks import JudgeRequest
 from agentlasso.judge.calls import RunJudging
 from agentlasso.judge.judging import NO_JUDGE
 from agentlasso.judge.pricing import cost_usd
@@ -82,7 +83,7 @@ async def _claim_next(
             )
             picked = [candidate for candidate in picked if candidate.trace_id in having]
         picked = await _whole_conversations(connection, rule, picked, settle_s)
-        moved = (quiet[-1].updated_at, quiet[-1].trace_id) if quiet else mark
+        moved = (quiet[-1].updated_at, quiet[-1].trace_id) if quiet else None
         traces = await db.claim(connection, rule, picked, moved, RECLAIM_AFTER_S)
     return rule, traces, len(quiet) == CLAIM_LIMIT
 
@@ -166,7 +167,11 @@ async def _verdicts(
     state: WorkerState, rule: TraceRule, answers: list[RuleAnswer]
 ) -> dict[str, Verdicts]:
     """The judge's verdicts each answer needs, and what they cost, within the rule's budget."""
-    needing = [answer for answer in answers if verdicts_needed(answer.content, answer.answer)]
+    needing = [
+        (answer, requests)
+        for answer in answers
+        if (requests := verdicts_needed(answer.content, answer.answer))
+    ]
     if not needing:
         return {}
     client = await state.judge_clients.for_project(rule.project_id)
@@ -177,22 +182,28 @@ async def _verdicts(
     )  # fmt: skip
     slots = asyncio.Semaphore(JUDGED_AT_ONCE)
 
-    async def judge_one(answer: RuleAnswer) -> tuple[str, Verdicts]:
+    async def judge_one(
+        answer: RuleAnswer, requests: Sequence[JudgeRequest]
+    ) -> tuple[str, Verdicts]:
         async with slots:
-            return answer.trace_id, await _judge_answer(state, rule, answer, judging)
+            return answer.trace_id, await _judge_answer(state, rule, answer, requests, judging)
 
-    pairs = await asyncio.gather(*(judge_one(answer) for answer in needing))
+    pairs = await asyncio.gather(*(judge_one(answer, requests) for answer, requests in needing))
     return dict(pairs)
 
 
 async def _judge_answer(
-    state: WorkerState, rule: TraceRule, answer: RuleAnswer, judging: RunJudging
+    state: WorkerState,
+    rule: TraceRule,
+    answer: RuleAnswer,
+    requests: Sequence[JudgeRequest],
+    judging: RunJudging,
 ) -> Verdicts:
     """One answer's verdicts: each judge check not graded once the day's budget is spent."""
     content, observation = answer.content, answer.observation()
     verdicts: dict[str, JudgeVerdict] = {}
     spent = 0.0
-    for request in verdicts_needed(content, answer.answer):
+    for request in requests:
         over = await _over_budget(state, rule)
         if over is not None or judging.stopped is not None or state.judge is None:
             verdicts[request.check_id] = JudgeVerdict.unavailable(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from uuid import UUID
 
 import asyncpg
@@ -201,11 +200,3 @@ async def mark_failed(
 ) -> None:
     """The attempt failed: tried again in `retry_in_s`, or given up."""
     await executor.execute(_FAILED, event_id, error, retry_in_s, give_up)
-
-
-async def next_evaluation(executor: Executor, alert_id: UUID) -> datetime | None:
-    """When the alert is next evaluated."""
-    at: datetime | None = await executor.fetchval(
-        "SELECT next_evaluation_at FROM alerts WHERE id = $1", alert_id
-    )
-    return at

@@ -170,16 +170,20 @@ async def claim(
     connection: Connection,
     rule: TraceRule,
     chosen: Sequence[Candidate],
-    mark: tuple[datetime, str],
+    moved_to: tuple[datetime, str] | None,
     reclaim_after_s: float,
 ) -> list[tuple[str, int]]:
     """Claim the chosen traces' versions not graded yet, and those lost by another worker;
-    move the rule's mark on."""
-    trace_ids = [candidate.trace_id for candidate in chosen]
-    span_counts = [candidate.span_count for candidate in chosen]
-    rows = await connection.fetch(_CLAIM, rule.id, rule.project_id, trace_ids, span_counts)
+    move the rule's mark on (None: no trace went quiet past it, and it stays). A round with
+    nothing new writes nothing: every rule is looked at every second by every worker."""
+    rows: list[asyncpg.Record] = []
+    if chosen:
+        trace_ids = [candidate.trace_id for candidate in chosen]
+        span_counts = [candidate.span_count for candidate in chosen]
+        rows += await connection.fetch(_CLAIM, rule.id, rule.project_id, trace_ids, span_counts)
     rows += await connection.fetch(_RECLAIM, rule.id, reclaim_after_s)
-    await connection.execute(_MARK, rule.id, *mark)
+    if moved_to is not None:
+        await connection.execute(_MARK, rule.id, *moved_to)
     return list(dict.fromkeys((row["trace_id"], row["span_count"]) for row in rows))
 
 
